@@ -1,0 +1,79 @@
+"""The one exception hierarchy of streamwrite.
+
+Every error the library raises on purpose derives from :class:`StreamwriteError`::
+
+    StreamwriteError
+    +-- ConfigError (ValueError)          bad option or argument value
+    +-- SchemaError (ValueError)          a schema we cannot map, or data that does not fit it
+    |   +-- UnsupportedError              valid Parquet/Arrow we do not implement (yet)
+    +-- FormatError (ValueError)          bytes that are not valid Parquet / Thrift / an encoding
+    |   +-- CorruptFileError              damage inside a file (carries the absolute offset)
+    |   +-- ChecksumError                 a page CRC32 mismatch
+    +-- LimitError (ValueError)           input would exceed a configured safety limit
+    +-- StreamwriteIOError (OSError)      an I/O step failed
+
+``UnsupportedError`` is also raised for codecs (LZO) and types (nested) we do not handle.
+Every exception pickles and unpickles to an equal exception, so it survives the process pool.
+Messages are complete sentences naming the offending value and where it was found; key bytes
+never appear in a message.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ChecksumError",
+    "ConfigError",
+    "CorruptFileError",
+    "FormatError",
+    "LimitError",
+    "SchemaError",
+    "StreamwriteError",
+    "StreamwriteIOError",
+    "UnsupportedError",
+]
+
+
+class StreamwriteError(Exception):
+    """Root of every error streamwrite raises on purpose."""
+
+
+class ConfigError(StreamwriteError, ValueError):
+    """An option or argument has a value streamwrite cannot use."""
+
+
+class SchemaError(StreamwriteError, ValueError):
+    """A schema cannot be mapped, or data does not match the schema."""
+
+
+class UnsupportedError(SchemaError):
+    """Valid input that streamwrite does not implement (nested types, LZO, ...)."""
+
+
+class FormatError(StreamwriteError, ValueError):
+    """Bytes that are not valid Parquet, Thrift compact protocol or page encoding."""
+
+
+class CorruptFileError(FormatError):
+    """Damage inside a file. ``offset`` is the absolute byte offset where it was found, if known."""
+
+    def __init__(self, message: str, offset: int | None = None) -> None:
+        super().__init__(message, offset)
+        self.message = message
+        self.offset = offset
+
+    def __str__(self) -> str:
+        if self.offset is None:
+            return self.message
+        return f"{self.message} (at byte offset {self.offset})"
+
+
+class ChecksumError(CorruptFileError):
+    """A page's CRC32 does not match its bytes."""
+
+
+class LimitError(StreamwriteError, ValueError):
+    """Input would exceed a safety limit (decompressed size, string length, nesting depth...)."""
+
+
+class StreamwriteIOError(StreamwriteError, OSError):
+    """An I/O step (write, fsync, read) failed."""

@@ -1,0 +1,1 @@
+"""Pure byte layout (sans-I/O): Thrift codec, metadata structs and builders."""

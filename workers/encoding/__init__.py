@@ -1,0 +1,1 @@
+"""Parquet value encodings: one module per encoding, each with encoder, decoder and reference."""
