@@ -1,0 +1,60 @@
+"""streamwrite: streaming Parquet ingest into live files every reader can read.
+
+The public names are re-exported lazily, so that a worker process importing
+``streamwrite.format`` does not load pyarrow readers or the async stack.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "ParquetFile": "streamwrite.reader",
+    "read_table": "streamwrite.reader",
+    "ParquetWriter": "streamwrite.writer",
+    "write_table": "streamwrite.writer",
+    "SortingColumn": "streamwrite.options",
+    "StreamwriteError": "streamwrite.errors",
+    "ConfigError": "streamwrite.errors",
+    "SchemaError": "streamwrite.errors",
+    "UnsupportedError": "streamwrite.errors",
+    "FormatError": "streamwrite.errors",
+    "CorruptFileError": "streamwrite.errors",
+    "ChecksumError": "streamwrite.errors",
+    "LimitError": "streamwrite.errors",
+    "StreamwriteIOError": "streamwrite.errors",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from streamwrite.errors import (
+        ChecksumError,
+        ConfigError,
+        CorruptFileError,
+        FormatError,
+        LimitError,
+        SchemaError,
+        StreamwriteError,
+        StreamwriteIOError,
+        UnsupportedError,
+    )
+    from streamwrite.options import SortingColumn
+    from streamwrite.reader import ParquetFile, read_table
+    from streamwrite.writer import ParquetWriter, write_table
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'streamwrite' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

@@ -1,0 +1,176 @@
+"""Command line: ``streamwrite inspect FILE [--json]`` and ``streamwrite verify FILE``.
+
+Exit status: 0 on success, 1 when ``verify`` finds a problem, 2 when the file cannot be read
+or the arguments are wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from streamwrite.errors import StreamwriteError
+from streamwrite.format import structs as t
+from streamwrite.reader import ParquetFile
+
+__all__ = ["main"]
+
+
+def _name(value: int | None, enum: type[t.Type] | type[t.Encoding] | type[t.CompressionCodec]) -> str | None:
+    if value is None:
+        return None
+    try:
+        return enum(value).name
+    except ValueError:
+        return str(value)
+
+
+def _stat(value: bytes | None) -> str | None:
+    return None if value is None else value.hex()
+
+
+def describe(pf: ParquetFile) -> dict[str, Any]:
+    """A JSON-ready description of the file's footer, schema and column chunks."""
+    md = pf.metadata
+    columns = []
+    for spec in pf.parquet_schema.columns:
+        e = spec.element
+        columns.append(
+            {
+                "name": spec.name,
+                "arrow_type": str(spec.field.type),
+                "physical_type": spec.physical_type.name,
+                "type_length": spec.type_length,
+                "repetition": spec.repetition.name,
+                "logical_type": None if e.logicalType is None else repr(e.logicalType),
+            }
+        )
+    row_groups = []
+    for i, rg in enumerate(md.row_groups or []):
+        chunks = []
+        for spec, chunk in zip(pf.parquet_schema.columns, rg.columns or [], strict=False):
+            meta = chunk.meta_data
+            if meta is None:
+                chunks.append({"column": spec.name, "encrypted": True})
+                continue
+            stats = meta.statistics
+            chunks.append(
+                {
+                    "column": spec.name,
+                    "codec": _name(meta.codec, t.CompressionCodec),
+                    "encodings": [_name(e, t.Encoding) for e in meta.encodings or []],
+                    "num_values": meta.num_values,
+                    "compressed_size": meta.total_compressed_size,
+                    "uncompressed_size": meta.total_uncompressed_size,
+                    "data_page_offset": meta.data_page_offset,
+                    "dictionary_page_offset": meta.dictionary_page_offset,
+                    "statistics": None
+                    if stats is None
+                    else {
+                        "null_count": stats.null_count,
+                        "min_value": _stat(stats.min_value),
+                        "max_value": _stat(stats.max_value),
+                        "is_min_value_exact": stats.is_min_value_exact,
+                        "is_max_value_exact": stats.is_max_value_exact,
+                    },
+                    "bloom_filter": meta.bloom_filter_offset is not None,
+                    "column_index": chunk.column_index_offset is not None,
+                    "offset_index": chunk.offset_index_offset is not None,
+                }
+            )
+        row_groups.append(
+            {
+                "index": i,
+                "num_rows": rg.num_rows,
+                "total_byte_size": rg.total_byte_size,
+                "total_compressed_size": rg.total_compressed_size,
+                "file_offset": rg.file_offset,
+                "columns": chunks,
+            }
+        )
+    return {
+        "version": md.version,
+        "created_by": md.created_by,
+        "num_rows": md.num_rows,
+        "num_row_groups": len(md.row_groups or []),
+        "footer_offset": pf.footer_offset,
+        "key_value_metadata": {
+            kv.key: (kv.value if kv.key != "ARROW:schema" else f"<{len(kv.value or '')} chars>")
+            for kv in md.key_value_metadata or []
+        },
+        "schema": columns,
+        "row_groups": row_groups,
+    }
+
+
+def _print_text(info: dict[str, Any]) -> None:
+    print(f"created_by: {info['created_by']}")
+    print(f"rows: {info['num_rows']}  row groups: {info['num_row_groups']}  "
+          f"footer at byte {info['footer_offset']}")
+    for key, value in info["key_value_metadata"].items():
+        print(f"metadata {key}: {value}")
+    print("schema:")
+    for c in info["schema"]:
+        print(f"  {c['name']}: {c['arrow_type']} ({c['physical_type']}, {c['repetition']})")
+    for rg in info["row_groups"]:
+        print(f"row group {rg['index']}: {rg['num_rows']} rows, "
+              f"{rg['total_compressed_size']} bytes at {rg['file_offset']}")
+        for ch in rg["columns"]:
+            if ch.get("encrypted"):
+                print(f"  {ch['column']}: encrypted")
+                continue
+            stats = ch["statistics"] or {}
+            extras = [name for name in ("bloom_filter", "column_index", "offset_index") if ch[name]]
+            print(f"  {ch['column']}: {ch['codec']} {'/'.join(ch['encodings'])} "
+                  f"{ch['compressed_size']}/{ch['uncompressed_size']} bytes, "
+                  f"nulls={stats.get('null_count')} min={stats.get('min_value')} "
+                  f"max={stats.get('max_value')} {' '.join(extras)}")
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    with ParquetFile(args.file) as pf:
+        info = describe(pf)
+    if args.json:
+        print(json.dumps(info, indent=2))
+    else:
+        _print_text(info)
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from streamwrite.verify import verify_file
+
+    report = verify_file(args.file)
+    for problem in report.problems:
+        print(f"PROBLEM {problem}")
+    status = "OK" if report.ok else "FAILED"
+    print(f"{status}: {report.num_row_groups} row groups, {report.num_pages} pages checked, "
+          f"{len(report.problems)} problems")
+    return 0 if report.ok else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = argparse.ArgumentParser(prog="streamwrite", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    inspect = sub.add_parser("inspect", help="show footer, schema, row groups and column chunks")
+    inspect.add_argument("file")
+    inspect.add_argument("--json", action="store_true", help="print JSON")
+    inspect.set_defaults(run=_inspect)
+    verify = sub.add_parser("verify", help="check every page, CRC, page index and bloom filter")
+    verify.add_argument("file")
+    verify.set_defaults(run=_verify)
+    args = parser.parse_args(argv)
+    try:
+        status: int = args.run(args)
+    except (StreamwriteError, OSError) as exc:
+        print(f"streamwrite {args.command}: {exc}", file=sys.stderr)
+        return 2
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Pure state machines of the write path (sans-I/O): they return bytes, never touch files."""

@@ -1,0 +1,202 @@
+"""File writer state machine: encoded column chunks in, file bytes out (no I/O).
+
+File layout it produces (parquet-format "File Format")::
+
+    file      := "PAR1" row_group* [page_index] footer
+    row_group := column_chunk* bloom_filter*          bloom filters right after their row group
+    page_index:= column_index* offset_index*          for the row groups since the last footer
+    footer    := FileMetaData (Thrift compact) footer_length (4-byte LE) "PAR1"
+
+Offsets are counted, never asked of a file: the machine starts at ``start_offset`` (0 for a new
+file) and adds the length of every piece of bytes it hands out. Column chunks arrive with
+offsets relative to their own start and are rebased here: ``data_page_offset``,
+``dictionary_page_offset``, ``OffsetIndex.page_locations[].offset``, plus the bloom filter and
+page index offsets set on the ColumnChunk/ColumnMetaData.
+
+A footer may be written after any row group and row groups may follow it (live files): each
+footer lists every row group so far. Rules:
+- ``start()`` once, before anything else, for a new file;
+- ``add_row_group()`` returns the bytes to append for the row group and its bloom filters;
+- ``footer()`` returns the page indexes not yet written plus the FileMetaData, length and magic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from streamwrite.errors import ConfigError
+from streamwrite.format import structs as t
+from streamwrite.format.thrift import serialize
+from streamwrite.options import WriteOptions
+from streamwrite.schema import ColumnSpec, ParquetSchema, encode_arrow_schema
+from workers.chunk import ChunkSettings, EncodedChunk
+
+__all__ = ["MAGIC", "FileWriter", "chunk_settings"]
+
+MAGIC = b"PAR1"
+FORMAT_VERSION = 2
+
+
+def chunk_settings(spec: ColumnSpec, options: WriteOptions) -> ChunkSettings:
+    """The encoder settings of one column under ``options``."""
+    return ChunkSettings(
+        path_in_schema=(spec.name,),
+        physical_type=spec.physical_type,
+        type_length=spec.type_length,
+        max_definition_level=spec.max_definition_level,
+        sort_order=spec.sort_order,
+        column=options.column(spec.name),
+        data_page_size=options.data_page_size,
+        data_page_row_limit=options.data_page_row_limit,
+        dictionary_page_size_limit=options.dictionary_page_size_limit,
+        data_page_version=options.data_page_version,
+        write_page_index=options.write_page_index,
+        write_page_checksum=options.write_page_checksum,
+        statistics_truncate_length=options.statistics_truncate_length,
+    )
+
+
+def _rebase(chunk: EncodedChunk, base: int) -> tuple[t.ColumnMetaData, t.OffsetIndex | None]:
+    meta = replace(
+        chunk.meta_data,
+        data_page_offset=(chunk.meta_data.data_page_offset or 0) + base,
+        dictionary_page_offset=(
+            None
+            if chunk.meta_data.dictionary_page_offset is None
+            else chunk.meta_data.dictionary_page_offset + base
+        ),
+    )
+    offset_index = chunk.offset_index
+    if offset_index is not None:
+        offset_index = replace(
+            offset_index,
+            page_locations=[
+                replace(location, offset=location.offset + base)
+                for location in offset_index.page_locations or []
+            ],
+        )
+    return meta, offset_index
+
+
+class FileWriter:
+    """Counts offsets and builds the metadata of a Parquet file being written."""
+
+    def __init__(self, schema: ParquetSchema, options: WriteOptions, start_offset: int = 0):
+        self.schema = schema
+        self.options = options
+        self.offset = start_offset
+        self.row_groups: list[t.RowGroup] = []
+        self.num_rows = 0
+        self._pending_indexes: list[tuple[t.ColumnChunk, t.ColumnIndex | None, t.OffsetIndex | None]] = []
+        self._sorting = [
+            t.SortingColumn(
+                column_idx=s.column_index, descending=s.descending, nulls_first=s.nulls_first
+            )
+            for s in options.sorting_columns
+        ] or None
+        for s in options.sorting_columns:
+            if not 0 <= s.column_index < len(schema.columns):
+                raise ConfigError(
+                    f"Sorting column index {s.column_index} is out of range for "
+                    f"{len(schema.columns)} columns."
+                )
+
+    def _emit(self, data: bytes) -> bytes:
+        self.offset += len(data)
+        return data
+
+    def start(self) -> bytes:
+        """Returns: the leading magic of a new file."""
+        return self._emit(MAGIC)
+
+    def add_row_group(self, chunks: Sequence[EncodedChunk], num_rows: int) -> bytes:
+        """Place one row group's column chunks (in schema order) and their bloom filters.
+
+        Returns:
+            The bytes to append to the file.
+        """
+        if len(chunks) != len(self.schema.columns):
+            raise ConfigError(
+                f"A row group needs {len(self.schema.columns)} column chunks, got {len(chunks)}."
+            )
+        parts: list[bytes] = []
+        start = self.offset
+        columns: list[t.ColumnChunk] = []
+        indexes = []
+        for chunk in chunks:
+            base = self.offset
+            meta, offset_index = _rebase(chunk, base)
+            parts.append(self._emit(chunk.data))
+            column = t.ColumnChunk(file_offset=base, meta_data=meta)
+            columns.append(column)
+            indexes.append((column, chunk.column_index, offset_index))
+        for column, chunk in zip(columns, chunks, strict=True):
+            if chunk.bloom_filter is not None:
+                assert column.meta_data is not None
+                column.meta_data.bloom_filter_offset = self.offset
+                column.meta_data.bloom_filter_length = len(chunk.bloom_filter)
+                parts.append(self._emit(chunk.bloom_filter))
+        self._pending_indexes.extend(indexes)
+        total_uncompressed = sum(c.meta_data.total_uncompressed_size or 0 for c in columns if c.meta_data)
+        total_compressed = sum(len(chunk.data) for chunk in chunks)
+        self.row_groups.append(
+            t.RowGroup(
+                columns=columns,
+                total_byte_size=total_uncompressed,
+                num_rows=num_rows,
+                sorting_columns=self._sorting,
+                file_offset=start,
+                total_compressed_size=total_compressed,
+                ordinal=len(self.row_groups),
+            )
+        )
+        self.num_rows += num_rows
+        return b"".join(parts)
+
+    def _page_indexes(self) -> bytes:
+        parts: list[bytes] = []
+        for column, column_index, _ in self._pending_indexes:
+            if column_index is not None:
+                data = serialize(column_index)
+                column.column_index_offset = self.offset
+                column.column_index_length = len(data)
+                parts.append(self._emit(data))
+        for column, _, offset_index in self._pending_indexes:
+            if offset_index is not None:
+                data = serialize(offset_index)
+                column.offset_index_offset = self.offset
+                column.offset_index_length = len(data)
+                parts.append(self._emit(data))
+        self._pending_indexes.clear()
+        return b"".join(parts)
+
+    def file_metadata(self, extra_key_value_metadata: Sequence[tuple[str, str]] = ()) -> t.FileMetaData:
+        """The FileMetaData listing every row group so far."""
+        key_values = [t.KeyValue(key="ARROW:schema", value=encode_arrow_schema(self.schema.arrow_schema))]
+        key_values += [
+            t.KeyValue(key=k, value=v)
+            for k, v in (*self.options.key_value_metadata, *extra_key_value_metadata)
+        ]
+        return t.FileMetaData(
+            version=FORMAT_VERSION,
+            schema=self.schema.elements,
+            num_rows=self.num_rows,
+            row_groups=list(self.row_groups),
+            key_value_metadata=key_values,
+            created_by=self.options.created_by,
+            column_orders=[
+                t.ColumnOrder(TYPE_ORDER=t.TypeDefinedOrder()) for _ in self.schema.columns
+            ],
+        )
+
+    def footer(self, extra_key_value_metadata: Sequence[tuple[str, str]] = ()) -> bytes:
+        """Page indexes not yet written, then FileMetaData, its 4-byte LE length and the magic.
+
+        Returns:
+            The bytes to append; after them the file is complete and valid.
+        """
+        indexes = self._page_indexes()
+        metadata = serialize(self.file_metadata(extra_key_value_metadata))
+        tail = metadata + len(metadata).to_bytes(4, "little") + MAGIC
+        return indexes + self._emit(tail)

@@ -1,0 +1,302 @@
+"""Reading Parquet files: ``ParquetFile`` and ``read_table``, named as in ``pyarrow.parquet``.
+
+The reader trusts nothing it reads: the footer length, every offset and size in the metadata
+and in page headers is checked against the bytes available before it is used, decompressed
+sizes are capped (``max_decompressed_page_size``), and every problem surfaces as a
+:class:`~streamwrite.errors.StreamwriteError` subclass naming the absolute byte offset.
+
+Tail of a file (parquet-format "File Format")::
+
+    ... FileMetaData (Thrift compact) footer_length (u32 LE) magic ("PAR1"; "PARE" = encrypted)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO
+
+import pyarrow as pa
+
+from streamwrite.errors import CorruptFileError, FormatError, SchemaError, UnsupportedError
+from streamwrite.format import structs as t
+from streamwrite.format.thrift import deserialize
+from streamwrite.options import ReadOptions
+from streamwrite.schema import ColumnSpec, ParquetSchema, from_physical, parquet_to_arrow
+from workers.decode import DecodedChunk, decode_chunk
+
+__all__ = ["ParquetFile", "read_table"]
+
+MAGIC = b"PAR1"
+ENCRYPTED_MAGIC = b"PARE"
+
+Source = str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes]
+
+
+class _Bytes:
+    """Random access to a file, a file object or an in-memory buffer, of a fixed size."""
+
+    def __init__(self, source: Source) -> None:
+        self._file: IO[bytes] | None = None
+        self._owned = False
+        self._buffer: memoryview | None = None
+        if isinstance(source, bytes | bytearray | memoryview):
+            self._buffer = memoryview(source).cast("B")
+            self.size = len(self._buffer)
+        elif hasattr(source, "read"):
+            self._file = source  # type: ignore[assignment]
+            assert self._file is not None
+            self.size = self._file.seek(0, os.SEEK_END)
+        else:
+            self._file = open(Path(source), "rb")  # type: ignore[arg-type]  # noqa: SIM115
+            self._owned = True
+            self.size = os.fstat(self._file.fileno()).st_size
+
+    def read(self, offset: int, size: int) -> memoryview:
+        if offset < 0 or size < 0 or offset + size > self.size:
+            raise CorruptFileError(
+                f"A read of {size} bytes runs past the end of the {self.size}-byte file.", offset
+            )
+        if self._buffer is not None:
+            return self._buffer[offset : offset + size]
+        assert self._file is not None
+        self._file.seek(offset)
+        data = self._file.read(size)
+        if len(data) != size:
+            raise CorruptFileError(f"Short read: {len(data)} of {size} bytes.", offset)
+        return memoryview(data)
+
+    def close(self) -> None:
+        if self._owned and self._file is not None:
+            self._file.close()
+
+
+def _read_footer(source: _Bytes) -> tuple[t.FileMetaData, int]:
+    """The FileMetaData and its absolute offset."""
+    if source.size < 12:
+        raise CorruptFileError(
+            f"A Parquet file needs at least 12 bytes, this one has {source.size}.", 0
+        )
+    tail = bytes(source.read(source.size - 8, 8))
+    magic = tail[4:]
+    if magic == ENCRYPTED_MAGIC:
+        raise UnsupportedError("The file has an encrypted footer (PARE); decryption is not supported yet.")
+    if magic != MAGIC or bytes(source.read(0, 4)) != MAGIC:
+        raise CorruptFileError("The file does not start and end with the PAR1 magic.", source.size - 4)
+    footer_size = int.from_bytes(tail[:4], "little")
+    footer_offset = source.size - 8 - footer_size
+    if footer_size == 0 or footer_offset < 4:
+        raise CorruptFileError(
+            f"Footer length {footer_size} does not fit in the {source.size}-byte file.",
+            source.size - 8,
+        )
+    try:
+        metadata, _ = deserialize(t.FileMetaData, source.read(footer_offset, footer_size))
+    except FormatError as exc:
+        raise CorruptFileError(f"The footer (FileMetaData) does not decode: {exc}", footer_offset) from exc
+    return metadata, footer_offset
+
+
+class ParquetFile:
+    """A Parquet file opened for reading.
+
+    Args:
+        source: a path, a binary file object, or the file's bytes.
+        verify_checksums: check the CRC32 of every page that has one.
+        max_decompressed_page_size: refuse pages claiming more uncompressed bytes.
+
+    Raises:
+        CorruptFileError: the file is not valid Parquet (with the offset of the damage).
+        UnsupportedError: nested schemas or encrypted footers.
+    """
+
+    def __init__(
+        self,
+        source: Source,
+        *,
+        verify_checksums: bool = True,
+        max_decompressed_page_size: int | None = None,
+    ) -> None:
+        base = ReadOptions()
+        self._options = ReadOptions(
+            verify_checksums=verify_checksums,
+            max_decompressed_page_size=(
+                max_decompressed_page_size or base.max_decompressed_page_size
+            ),
+        )
+        self._source = _Bytes(source)
+        try:
+            self.metadata, self.footer_offset = _read_footer(self._source)
+            self._schema = self._make_schema()
+        except BaseException:
+            self._source.close()
+            raise
+
+    def _make_schema(self) -> ParquetSchema:
+        metadata = self.metadata
+        if not metadata.schema:
+            raise CorruptFileError("The footer has no schema.", self.footer_offset)
+        try:
+            schema = parquet_to_arrow(metadata.schema, metadata.key_value_metadata)
+        except UnsupportedError:
+            raise
+        except (SchemaError, FormatError) as exc:
+            raise CorruptFileError(f"The schema in the footer is invalid: {exc}", self.footer_offset) from exc
+        for i, row_group in enumerate(metadata.row_groups or []):
+            if len(row_group.columns or []) != len(schema.columns):
+                raise CorruptFileError(
+                    f"Row group {i} has {len(row_group.columns or [])} column chunks for "
+                    f"{len(schema.columns)} columns.",
+                    self.footer_offset,
+                )
+        return schema
+
+    @property
+    def schema_arrow(self) -> pa.Schema:
+        """The Arrow schema (restored from ``ARROW:schema`` when present)."""
+        return self._schema.arrow_schema
+
+    @property
+    def parquet_schema(self) -> ParquetSchema:
+        """The Parquet schema: elements and per-column specs."""
+        return self._schema
+
+    @property
+    def num_row_groups(self) -> int:
+        """Row groups in the file."""
+        return len(self.metadata.row_groups or [])
+
+    def _columns(self, columns: Sequence[str] | None) -> list[ColumnSpec]:
+        if columns is None:
+            return list(self._schema.columns)
+        by_name = {spec.name: spec for spec in self._schema.columns}
+        missing = [c for c in columns if c not in by_name]
+        if missing:
+            raise SchemaError(f"Columns {missing} are not in the file; it has {list(by_name)}.")
+        return [by_name[c] for c in columns]
+
+    def read_bytes(self, offset: int, size: int) -> memoryview:
+        """``size`` bytes at absolute ``offset``, checked to lie inside the file."""
+        return self._source.read(offset, size)
+
+    def decode_column_chunk(self, i: int, spec: ColumnSpec) -> DecodedChunk:
+        """Decode the pages of column ``spec`` in row group ``i`` (physical values, levels, pages).
+
+        Raises:
+            CorruptFileError, LimitError, UnsupportedError: as for :meth:`read_row_group`.
+        """
+        row_group = (self.metadata.row_groups or [])[i]
+        chunk = (row_group.columns or [])[spec.index]
+        meta = chunk.meta_data
+        if meta is None:
+            raise UnsupportedError(
+                f"Column {spec.name!r} of row group {i} has encrypted metadata."
+            )
+        start = meta.data_page_offset
+        dictionary = meta.dictionary_page_offset
+        if dictionary is not None and 0 < dictionary < (start or 0):
+            start = dictionary
+        size = meta.total_compressed_size
+        if start is None or size is None or start < 4 or size < 0 or start + size > self.footer_offset:
+            raise CorruptFileError(
+                f"Column {spec.name!r} of row group {i} claims bytes "
+                f"[{start}, {None if start is None or size is None else start + size}) "
+                f"outside the data of the file.",
+                self.footer_offset,
+            )
+        decoded = decode_chunk(
+            self._source.read(start, size),
+            start,
+            meta,
+            type_length=spec.type_length,
+            max_definition_level=spec.max_definition_level,
+            verify_checksums=self._options.verify_checksums,
+            max_decompressed_page_size=self._options.max_decompressed_page_size,
+        )
+        if row_group.num_rows is not None and decoded.num_rows != row_group.num_rows:
+            raise CorruptFileError(
+                f"Column {spec.name!r} of row group {i} has {decoded.num_rows} rows, "
+                f"the row group {row_group.num_rows}.",
+                start,
+            )
+        return decoded
+
+    def _read_column(self, spec: ColumnSpec, rg_index: int) -> pa.Array:
+        decoded = self.decode_column_chunk(rg_index, spec)
+        try:
+            return from_physical(decoded.values, decoded.def_levels, decoded.num_rows, spec)
+        except (SchemaError, FormatError, pa.ArrowInvalid) as exc:
+            if isinstance(exc, UnsupportedError):
+                raise
+            raise CorruptFileError(
+                f"Column {spec.name!r} of row group {rg_index} holds values that do not fit "
+                f"its type: {exc}",
+                self.footer_offset,
+            ) from exc
+
+    def read_row_group(self, i: int, columns: Sequence[str] | None = None) -> pa.Table:
+        """Read row group ``i`` (only ``columns`` if given).
+
+        Returns:
+            The rows as a ``pyarrow.Table``.
+
+        Raises:
+            IndexError: ``i`` is not a row group of the file.
+            CorruptFileError, LimitError, UnsupportedError: as for the constructor.
+        """
+        row_groups = self.metadata.row_groups or []
+        if not 0 <= i < len(row_groups):
+            raise IndexError(f"Row group {i} does not exist; the file has {len(row_groups)}.")
+        specs = self._columns(columns)
+        arrays = [self._read_column(spec, i) for spec in specs]
+        return pa.Table.from_arrays(arrays, schema=pa.schema([spec.field for spec in specs]))
+
+    def read(self, columns: Sequence[str] | None = None) -> pa.Table:
+        """Read every row group.
+
+        Returns:
+            The rows as a ``pyarrow.Table`` with the file's Arrow schema.
+        """
+        specs = self._columns(columns)
+        schema = pa.schema([spec.field for spec in specs])
+        tables = [self.read_row_group(i, columns) for i in range(self.num_row_groups)]
+        if not tables:
+            return schema.empty_table()
+        return pa.concat_tables(tables)
+
+    def close(self) -> None:
+        """Close the file if this object opened it."""
+        self._source.close()
+
+    def __enter__(self) -> ParquetFile:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def read_table(
+    source: Source,
+    *,
+    columns: Sequence[str] | None = None,
+    verify_checksums: bool = True,
+    max_decompressed_page_size: int | None = None,
+) -> pa.Table:
+    """Read a whole Parquet file.
+
+    Returns:
+        The file's rows as a ``pyarrow.Table``.
+
+    Raises:
+        CorruptFileError: damaged file (ChecksumError for a CRC mismatch), with the offset.
+        LimitError: a page over the decompressed size limit.
+        UnsupportedError: nested schemas, encrypted files, LZO.
+    """
+    with ParquetFile(
+        source,
+        verify_checksums=verify_checksums,
+        max_decompressed_page_size=max_decompressed_page_size,
+    ) as pf:
+        return pf.read(columns)
+

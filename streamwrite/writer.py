@@ -1,0 +1,147 @@
+"""Single-file writing: ``write_table`` and ``ParquetWriter``, named as in ``pyarrow.parquet``.
+
+The writer slices a table into row groups, turns each column slice into its physical form
+(:mod:`streamwrite.schema`), encodes every column chunk through :func:`workers.run_job` (inline
+here; the process pool uses the same entry point), and appends what the
+:class:`~streamwrite.layout.file_writer.FileWriter` state machine returns.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import IO, Any
+
+import pyarrow as pa
+
+from streamwrite.errors import SchemaError, StreamwriteIOError
+from streamwrite.layout.file_writer import FileWriter, chunk_settings
+from streamwrite.options import WriteOptions, make_write_options
+from streamwrite.schema import ParquetSchema, arrow_to_parquet, to_physical
+from workers.chunk import EncodedChunk
+from workers.jobs import EncodeChunkJob, run_job
+
+__all__ = ["ParquetWriter", "write_table"]
+
+Where = str | os.PathLike[str] | IO[bytes]
+
+
+def encode_row_group(
+    table: pa.Table,
+    schema: ParquetSchema,
+    options: WriteOptions,
+    run: Callable[[EncodeChunkJob], EncodedChunk] = run_job,
+) -> list[EncodedChunk]:
+    """Encode every column of ``table`` (one row group) into column chunks, in schema order.
+
+    Returns:
+        One encoded chunk per column.
+    """
+    chunks = []
+    for spec, column in zip(schema.columns, table.columns, strict=True):
+        physical = to_physical(column, spec)
+        job = EncodeChunkJob(
+            settings=chunk_settings(spec, options),
+            values=physical.values,
+            def_levels=physical.def_levels,
+            num_rows=physical.num_rows,
+        )
+        chunks.append(run(job))
+    return chunks
+
+
+class ParquetWriter:
+    """Write a Parquet file from tables or record batches of one schema.
+
+    ``ParquetWriter(where, schema, **options)`` takes the keyword arguments of
+    :func:`write_table`. Use it as a context manager or call :meth:`close`, which writes the
+    footer; until then the file is incomplete.
+    """
+
+    def __init__(self, where: Where, schema: pa.Schema, **options: Any) -> None:
+        self.schema = arrow_to_parquet(schema)
+        self.options = make_write_options(schema.names, **options)
+        self._writer = FileWriter(self.schema, self.options)
+        self._owns_file = not hasattr(where, "write")
+        try:
+            self._file: IO[bytes] = (
+                open(Path(where), "wb") if self._owns_file else where  # type: ignore[arg-type]  # noqa: SIM115
+            )
+        except OSError as exc:
+            raise StreamwriteIOError(f"Cannot open {where!r} for writing: {exc}.") from exc
+        self._closed = False
+        self._write(self._writer.start())
+
+    def _write(self, data: bytes) -> None:
+        try:
+            self._file.write(data)
+        except OSError as exc:
+            raise StreamwriteIOError(f"Writing to the Parquet file failed: {exc}.") from exc
+
+    def write_table(self, table: pa.Table, row_group_size: int | None = None) -> None:
+        """Append ``table`` as row groups of at most ``row_group_size`` rows."""
+        if not table.schema.equals(self.schema.arrow_schema, check_metadata=False):
+            raise SchemaError(
+                f"Table schema {table.schema} does not match the writer's schema "
+                f"{self.schema.arrow_schema}."
+            )
+        size = row_group_size or self.options.row_group_size
+        for start in range(0, table.num_rows, size):
+            piece = table.slice(start, size)
+            chunks = encode_row_group(piece, self.schema, self.options)
+            self._write(self._writer.add_row_group(chunks, piece.num_rows))
+
+    def write_batch(self, batch: pa.RecordBatch) -> None:
+        """Append one record batch as a row group (or several, if it exceeds the row group size)."""
+        self.write_table(pa.Table.from_batches([batch]))
+
+    def write(self, data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -> None:
+        """Append a table, a batch or an iterable of batches."""
+        if isinstance(data, pa.Table):
+            self.write_table(data)
+        elif isinstance(data, pa.RecordBatch):
+            self.write_batch(data)
+        else:
+            for batch in data:
+                self.write_batch(batch)
+
+    def close(self) -> None:
+        """Write the footer and close the file (if this writer opened it)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._write(self._writer.footer())
+            self._file.flush()
+        finally:
+            if self._owns_file:
+                self._file.close()
+
+    def __enter__(self) -> ParquetWriter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def write_table(table: pa.Table, where: Where, **options: Any) -> None:
+    """Write ``table`` to a Parquet file at ``where`` (a path or a binary file object).
+
+    Keyword arguments, as ``pyarrow.parquet.write_table``: ``row_group_size``,
+    ``compression`` (default ``"zstd"``), ``compression_level``, ``data_page_size``,
+    ``data_page_row_limit``, ``data_page_version`` (``"1.0"`` or ``"2.0"``), ``use_dictionary``,
+    ``column_encoding``, ``write_statistics``, ``write_page_index``, ``write_page_checksum``,
+    ``bloom_filter_options`` (``{column: {"ndv": int, "fpp": float}}`` or ``{column: True}``),
+    ``sorting_columns``, ``key_value_metadata``, ``dictionary_pagesize_limit``,
+    ``statistics_truncate_length``.
+
+    Raises:
+        ConfigError: bad option values.
+        SchemaError: a type streamwrite cannot write (``UnsupportedError`` for nested types).
+        StreamwriteIOError: the file cannot be written.
+    """
+    if isinstance(table, pa.RecordBatch):
+        table = pa.Table.from_batches([table])
+    with ParquetWriter(where, table.schema, **options) as writer:
+        writer.write_table(table)

@@ -1,0 +1,107 @@
+"""Automatic encoding choice for one column chunk.
+
+Rules, applied per chunk on the chunk's own values (overridden by ``ColumnOptions.encoding``):
+
+1. Dictionary (PLAIN dictionary page + RLE_DICTIONARY indices) when ``use_dictionary`` is on, the
+   type is not BOOLEAN, and a strided sample of ``DICTIONARY_SAMPLE_SIZE`` values has at most
+   ``MAX_DICTIONARY_RATIO`` distinct values: high-cardinality columns skip the dictionary page
+   that would only be thrown away at the size limit.
+2. The non-dictionary encoding (used alone, or for the rest of the chunk after the dictionary
+   overflows its byte limit):
+   - BOOLEAN: RLE in data page v2, PLAIN in v1;
+   - INT32/INT64: DELTA_BINARY_PACKED when the values never decrease (timestamps, ids), else PLAIN;
+   - FLOAT/DOUBLE: BYTE_STREAM_SPLIT when the column is compressed and a sample compresses at
+     least ``BSS_GAIN`` smaller that way than PLAIN, else PLAIN;
+   - BYTE_ARRAY: DELTA_LENGTH_BYTE_ARRAY in data page v2, PLAIN in v1;
+   - FIXED_LEN_BYTE_ARRAY, INT96: PLAIN.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from streamwrite.format.enums import CompressionCodec, Encoding, Type
+from streamwrite.options import (
+    DICTIONARY_SAMPLE_SIZE,
+    MAX_DICTIONARY_RATIO,
+    ColumnOptions,
+    DataPageVersion,
+)
+from workers.compression import compress
+from workers.encoding.byte_stream_split import encode_byte_stream_split
+from workers.encoding.dictionary import dictionary_encode
+from workers.encoding.plain import encode_plain
+from workers.values import BinaryValues
+
+__all__ = ["choose_encodings", "sample_values"]
+
+BSS_SAMPLE_SIZE = 16384
+BSS_GAIN = 0.95
+
+
+def _num_values(values: Any) -> int:
+    return len(values) if isinstance(values, BinaryValues) else int(values.shape[0])
+
+
+def sample_values(values: Any, size: int) -> Any:
+    """Up to ``size`` values taken at an even stride over the whole column."""
+    count = _num_values(values)
+    if count <= size:
+        return values
+    index = np.linspace(0, count - 1, size).astype(np.int64)
+    if isinstance(values, BinaryValues):
+        return values.take(index)
+    return values[index]
+
+
+def _worth_dictionary(values: Any, physical_type: Type) -> bool:
+    sample = sample_values(values, DICTIONARY_SAMPLE_SIZE)
+    count = _num_values(sample)
+    if count == 0:
+        return False
+    dictionary, _ = dictionary_encode(sample, physical_type)
+    return _num_values(dictionary) <= MAX_DICTIONARY_RATIO * count
+
+
+def _non_dictionary_encoding(
+    values: Any, physical_type: Type, options: ColumnOptions, version: DataPageVersion
+) -> Encoding:
+    if options.encoding is not None:
+        return options.encoding
+    v2 = version == DataPageVersion.V2
+    if physical_type == Type.BOOLEAN:
+        return Encoding.RLE if v2 else Encoding.PLAIN
+    if physical_type in (Type.INT32, Type.INT64):
+        if _num_values(values) > 1 and bool(np.all(values[1:] >= values[:-1])):
+            return Encoding.DELTA_BINARY_PACKED
+        return Encoding.PLAIN
+    if physical_type in (Type.FLOAT, Type.DOUBLE):
+        if options.compression == CompressionCodec.UNCOMPRESSED or _num_values(values) < 64:
+            return Encoding.PLAIN
+        sample = values[:BSS_SAMPLE_SIZE]
+        codec, level = options.compression, options.compression_level
+        plain_size = len(compress(codec, encode_plain(sample, physical_type), level))
+        split_size = len(compress(codec, encode_byte_stream_split(sample), level))
+        return Encoding.BYTE_STREAM_SPLIT if split_size < BSS_GAIN * plain_size else Encoding.PLAIN
+    if physical_type == Type.BYTE_ARRAY:
+        return Encoding.DELTA_LENGTH_BYTE_ARRAY if v2 else Encoding.PLAIN
+    return Encoding.PLAIN
+
+
+def choose_encodings(
+    values: Any, physical_type: Type, options: ColumnOptions, version: DataPageVersion
+) -> tuple[bool, Encoding]:
+    """Decide how a chunk's non-null ``values`` are encoded.
+
+    Returns:
+        ``(use_dictionary, fallback_encoding)``: whether to try a dictionary first, and the
+        encoding for values the dictionary does not cover (all of them when it is off).
+    """
+    use_dictionary = (
+        options.use_dictionary
+        and physical_type not in (Type.BOOLEAN, Type.INT96)
+        and _worth_dictionary(values, physical_type)
+    )
+    return use_dictionary, _non_dictionary_encoding(values, physical_type, options, version)

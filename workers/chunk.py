@@ -1,0 +1,462 @@
+"""Column chunk encoder: one column's values for one row group -> position-independent bytes.
+
+Output layout (offsets relative to the chunk start; the file writer rebases them)::
+
+    chunk := [dictionary page] data page*           (pages as in workers.page)
+
+The chunk is cut into a dictionary part and a fallback part (rules in :mod:`workers.choose`):
+the dictionary holds distinct values in first-occurrence order, so when its PLAIN size would
+pass ``dictionary_page_size_limit`` the chunk is cut at the first value whose entry does not
+fit; the rows before the cut are RLE_DICTIONARY pages, the rows from the cut on are pages of the
+fallback encoding. Each part is split into pages of at most ``data_page_row_limit`` rows and
+about ``data_page_size`` encoded bytes (estimated before compression from the value widths).
+
+Alongside the bytes it returns the ColumnMetaData (with ``data_page_offset`` and
+``dictionary_page_offset`` relative to the chunk), chunk Statistics, SizeStatistics,
+PageEncodingStats, the ColumnIndex, the OffsetIndex (relative ``offset``s) and the serialized
+bloom filter (BloomFilterHeader + bitset) of the chunk's distinct values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from streamwrite.format import structs as t
+from streamwrite.format.enums import Encoding, PageType, Type
+from streamwrite.format.thrift import serialize
+from streamwrite.options import ColumnOptions, DataPageVersion
+from workers.bloom import SplitBlockBloomFilter, hash_values, optimal_num_bytes
+from workers.choose import choose_encodings
+from workers.encoding.dictionary import dictionary_encode, encode_dictionary_indices
+from workers.encoding.plain import encode_plain
+from workers.encoding.rle_hybrid import encode_levels_v1, encode_rle_hybrid
+from workers.encodings import check_encoding, encode_values
+from workers.page import BuiltPage, build_data_page_v1, build_data_page_v2, build_dictionary_page
+from workers.stats import SortOrder, ValueStats, boundary_order, compute_stats
+from workers.values import BinaryValues
+
+__all__ = ["ChunkSettings", "EncodedChunk", "encode_chunk"]
+
+_FIXED_WIDTH = {Type.INT32: 4, Type.INT64: 8, Type.INT96: 12, Type.FLOAT: 4, Type.DOUBLE: 8}
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkSettings:
+    """Everything about a column that the encoder needs (picklable)."""
+
+    path_in_schema: tuple[str, ...]
+    physical_type: Type
+    type_length: int | None
+    max_definition_level: int
+    sort_order: SortOrder
+    column: ColumnOptions
+    data_page_size: int
+    data_page_row_limit: int
+    dictionary_page_size_limit: int
+    data_page_version: DataPageVersion
+    write_page_index: bool
+    write_page_checksum: bool
+    statistics_truncate_length: int
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedChunk:
+    """A column chunk's bytes and metadata, with offsets relative to the chunk start."""
+
+    data: bytes
+    meta_data: t.ColumnMetaData
+    column_index: t.ColumnIndex | None
+    offset_index: t.OffsetIndex | None
+    bloom_filter: bytes | None
+
+
+def _count(values: Any) -> int:
+    return len(values) if isinstance(values, BinaryValues) else int(values.shape[0])
+
+
+def _slice(values: Any, start: int, stop: int) -> Any:
+    return values[start:stop]
+
+
+def _plain_entry_sizes(values: Any, settings: ChunkSettings) -> npt.NDArray[np.int64]:
+    """PLAIN-encoded bytes of each value (BOOLEAN counts a byte; only used for sizing)."""
+    if isinstance(values, BinaryValues):
+        return values.lengths + 4
+    width = _FIXED_WIDTH.get(settings.physical_type, settings.type_length or 1)
+    return np.full(_count(values), width, dtype=np.int64)
+
+
+class _PageSplitter:
+    """Cuts a row range into pages by row count and estimated encoded bytes.
+
+    ``value_prefix[r]`` is the number of non-null values in rows ``[0, r)`` (None when the
+    column is REQUIRED and rows are values).
+    """
+
+    def __init__(self, settings: ChunkSettings, value_prefix: npt.NDArray[np.int64] | None):
+        self._settings = settings
+        self._prefix = value_prefix
+
+    def value_of_row(self, row: int) -> int:
+        return row if self._prefix is None else int(self._prefix[row])
+
+    def row_of_value(self, value: int) -> int:
+        """The first row at or after which ``value`` values have been seen."""
+        if self._prefix is None:
+            return value
+        return int(np.searchsorted(self._prefix, value, side="left"))
+
+    def split(
+        self, row_start: int, row_stop: int, value_sizes: npt.NDArray[np.int64] | float
+    ) -> list[tuple[int, int]]:
+        """Row ranges of the pages; ``value_sizes`` is one bytes-per-value figure or per value."""
+        limit_bytes = self._settings.data_page_size
+        cum = None
+        if isinstance(value_sizes, np.ndarray):
+            cum = np.zeros(value_sizes.shape[0] + 1, dtype=np.int64)
+            np.cumsum(value_sizes, out=cum[1:])
+            base = self.value_of_row(row_start)
+        pages = []
+        row = row_start
+        while row < row_stop:
+            first_value = self.value_of_row(row)
+            if cum is None:
+                width = float(value_sizes)
+                value_stop = first_value + max(1, int(limit_bytes / width) if width else 1 << 62)
+            else:
+                local = first_value - base
+                fit = int(np.searchsorted(cum, cum[local] + limit_bytes, side="right")) - 1
+                value_stop = base + max(fit, local + 1)
+            end = min(row + self._settings.data_page_row_limit, row_stop)
+            end = min(end, max(self.row_of_value(value_stop), row + 1))
+            pages.append((row, end))
+            row = end
+        return pages
+
+
+def _statistics(stats: ValueStats, null_count: int) -> t.Statistics:
+    return t.Statistics(
+        null_count=null_count,
+        min_value=stats.min_value,
+        max_value=stats.max_value,
+        is_min_value_exact=stats.is_min_value_exact if stats.min_value is not None else None,
+        is_max_value_exact=stats.is_max_value_exact if stats.max_value is not None else None,
+    )
+
+
+def _bloom_filter(distinct: Any, settings: ChunkSettings) -> bytes | None:
+    options = settings.column.bloom_filter
+    if options is None:
+        return None
+    hashes = np.unique(hash_values(distinct, settings.physical_type))
+    # Sized for the distinct values seen, capped by the declared ndv (pyarrow caps by rows).
+    seen = max(1, int(hashes.shape[0]))
+    ndv = seen if options.ndv is None else min(options.ndv, seen)
+    bloom = SplitBlockBloomFilter(optimal_num_bytes(ndv, options.fpp))
+    bloom.insert_hashes(hashes)
+    bitset = bloom.bitset
+    header = t.BloomFilterHeader(
+        numBytes=len(bitset),
+        algorithm=t.BloomFilterAlgorithm(BLOCK=t.SplitBlockAlgorithm()),
+        hash=t.BloomFilterHash(XXHASH=t.XxHash()),
+        compression=t.BloomFilterCompression(UNCOMPRESSED=t.Uncompressed()),
+    )
+    return serialize(header) + bitset
+
+
+class _ChunkBuilder:
+    """Accumulates pages and their page-index entries; ``finish()`` makes the EncodedChunk."""
+
+    def __init__(self, settings: ChunkSettings) -> None:
+        self.settings = settings
+        self.parts: list[bytes] = []
+        self.size = 0
+        self.total_uncompressed_size = 0
+        self.dictionary_page_offset: int | None = None
+        self.data_page_offset: int | None = None
+        self.encoding_counts: dict[tuple[PageType, Encoding], int] = {}
+        self.locations: list[t.PageLocation] = []
+        self.page_stats: list[ValueStats | None] = []
+        self.page_null_counts: list[int] = []
+        self.page_null_flags: list[bool] = []
+        self.page_byte_array_sizes: list[int] = []
+        self.page_def_histograms: list[int] = []
+
+    def add(self, page: BuiltPage, page_type: PageType, encoding: Encoding) -> int:
+        offset = self.size
+        self.parts.append(page.data)
+        self.size += len(page.data)
+        self.total_uncompressed_size += page.uncompressed_total_size
+        key = (page_type, encoding)
+        self.encoding_counts[key] = self.encoding_counts.get(key, 0) + 1
+        return offset
+
+    def add_data_page(
+        self,
+        page: BuiltPage,
+        encoding: Encoding,
+        first_row: int,
+        stats: ValueStats | None,
+        null_count: int,
+        num_values: int,
+        byte_array_size: int,
+    ) -> None:
+        page_type = (
+            PageType.DATA_PAGE_V2
+            if self.settings.data_page_version == DataPageVersion.V2
+            else PageType.DATA_PAGE
+        )
+        offset = self.add(page, page_type, encoding)
+        if self.data_page_offset is None:
+            self.data_page_offset = offset
+        self.locations.append(
+            t.PageLocation(
+                offset=offset, compressed_page_size=len(page.data), first_row_index=first_row
+            )
+        )
+        self.page_stats.append(stats)
+        self.page_null_counts.append(null_count)
+        self.page_null_flags.append(num_values == 0)
+        self.page_byte_array_sizes.append(byte_array_size)
+        self.page_def_histograms.extend((null_count, num_values))
+
+
+def _data_page(
+    settings: ChunkSettings,
+    value_bytes: bytes,
+    def_levels: npt.NDArray[np.uint8] | None,
+    num_rows: int,
+    num_values: int,
+    encoding: Encoding,
+) -> BuiltPage:
+    column = settings.column
+    if settings.data_page_version == DataPageVersion.V2:
+        levels = b"" if def_levels is None else encode_rle_hybrid(def_levels, 1)
+        return build_data_page_v2(
+            def_levels=levels,
+            values=value_bytes,
+            num_values=num_rows,
+            num_nulls=num_rows - num_values,
+            num_rows=num_rows,
+            encoding=encoding,
+            codec=column.compression,
+            compression_level=column.compression_level,
+            write_crc=settings.write_page_checksum,
+        )
+    levels = b"" if def_levels is None else encode_levels_v1(def_levels, 1)
+    return build_data_page_v1(
+        levels=levels,
+        values=value_bytes,
+        num_values=num_rows,
+        encoding=encoding,
+        codec=column.compression,
+        compression_level=column.compression_level,
+        write_crc=settings.write_page_checksum,
+    )
+
+
+def encode_chunk(
+    settings: ChunkSettings,
+    values: Any,
+    def_levels: npt.NDArray[np.uint8] | None,
+    num_rows: int,
+) -> EncodedChunk:
+    """Encode one column chunk.
+
+    Args:
+        settings: the column's physical type, options and page limits.
+        values: the non-null values, in the :mod:`workers.values` form.
+        def_levels: one 0/1 definition level per row (None for REQUIRED columns).
+        num_rows: rows in the chunk.
+
+    Returns:
+        The chunk bytes with its metadata, page index and bloom filter.
+
+    Raises:
+        ConfigError: an explicitly chosen encoding that cannot encode this column.
+    """
+    column = settings.column
+    ptype = settings.physical_type
+    name = ".".join(settings.path_in_schema)
+    if column.encoding is not None:
+        check_encoding(column.encoding, ptype, name)
+    num_values = _count(values)
+    prefix = None
+    if def_levels is not None:
+        prefix = np.zeros(num_rows + 1, dtype=np.int64)
+        np.cumsum(def_levels, out=prefix[1:])
+    splitter = _PageSplitter(settings, prefix)
+    builder = _ChunkBuilder(settings)
+    use_dictionary, fallback = choose_encodings(
+        values, ptype, column, settings.data_page_version
+    )
+    truncate = settings.statistics_truncate_length
+    want_stats = column.write_statistics
+
+    # Dictionary part: rows [0, dict_rows) use entries [0, num_entries) of the dictionary.
+    dict_rows = 0
+    num_entries = 0
+    index_width = 0.0
+    indices: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
+    distinct: Any = None
+    if use_dictionary:
+        distinct, indices = dictionary_encode(values, ptype)
+        entry_sizes = _plain_entry_sizes(distinct, settings)
+        num_entries = int(
+            np.searchsorted(np.cumsum(entry_sizes), settings.dictionary_page_size_limit, "right")
+        )
+        num_entries = min(num_entries, _count(distinct))
+        cut_value = (
+            num_values if num_entries == _count(distinct) else int(np.argmax(indices >= num_entries))
+        )
+        if num_entries > 0 and cut_value > 0:
+            page = build_dictionary_page(
+                values=encode_plain(_slice(distinct, 0, num_entries), ptype),
+                num_values=num_entries,
+                codec=column.compression,
+                compression_level=column.compression_level,
+                write_crc=settings.write_page_checksum,
+            )
+            builder.dictionary_page_offset = builder.add(
+                page, PageType.DICTIONARY_PAGE, Encoding.PLAIN
+            )
+            index_width = max(1, (num_entries - 1).bit_length()) / 8.0
+            dict_rows = num_rows if cut_value == num_values else splitter.row_of_value(cut_value)
+
+    parts: list[tuple[int, int, Encoding | None]] = []
+    if dict_rows > 0:
+        parts.append((0, dict_rows, None))
+    if dict_rows < num_rows or num_rows == 0:
+        parts.append((dict_rows, num_rows, fallback))
+
+    for row_start, row_stop, encoding in parts:
+        if encoding is None:
+            sizes: npt.NDArray[np.int64] | float = index_width
+        elif isinstance(values, BinaryValues):
+            first, last = splitter.value_of_row(row_start), splitter.value_of_row(row_stop)
+            sizes = _plain_entry_sizes(values[first:last], settings)
+        else:
+            sizes = float(_FIXED_WIDTH.get(ptype, settings.type_length or 1))
+        ranges = splitter.split(row_start, row_stop, sizes) if row_stop > row_start else [(0, 0)]
+        for r0, r1 in ranges:
+            v0, v1 = splitter.value_of_row(r0), splitter.value_of_row(r1)
+            page_values = _slice(values, v0, v1)
+            if encoding is None:
+                value_bytes = encode_dictionary_indices(indices[v0:v1], num_entries)
+                page_encoding = Encoding.RLE_DICTIONARY
+            else:
+                value_bytes = encode_values(page_values, ptype, encoding)
+                page_encoding = encoding
+            levels = None if def_levels is None else def_levels[r0:r1]
+            page = _data_page(settings, value_bytes, levels, r1 - r0, v1 - v0, page_encoding)
+            stats = (
+                compute_stats(page_values, ptype, settings.sort_order, max_size=truncate)
+                if want_stats
+                else None
+            )
+            byte_array_size = page_values.total_size if isinstance(page_values, BinaryValues) else 0
+            builder.add_data_page(
+                page, page_encoding, r0, stats, (r1 - r0) - (v1 - v0), v1 - v0, byte_array_size
+            )
+
+    return _finish(settings, builder, values, num_rows, num_values, distinct)
+
+
+def _finish(
+    settings: ChunkSettings,
+    builder: _ChunkBuilder,
+    values: Any,
+    num_rows: int,
+    num_values: int,
+    distinct: Any,
+) -> EncodedChunk:
+    ptype = settings.physical_type
+    null_count = num_rows - num_values
+    statistics = None
+    if settings.column.write_statistics:
+        chunk_stats = compute_stats(
+            values, ptype, settings.sort_order, max_size=settings.statistics_truncate_length
+        )
+        statistics = _statistics(chunk_stats, null_count)
+    optional = settings.max_definition_level > 0
+    is_byte_array = ptype == Type.BYTE_ARRAY
+    size_statistics = t.SizeStatistics(
+        unencoded_byte_array_data_bytes=(
+            sum(builder.page_byte_array_sizes) if is_byte_array else None
+        ),
+        definition_level_histogram=[null_count, num_values] if optional else None,
+    )
+    encodings: list[Encoding] = []
+    for _, encoding in builder.encoding_counts:
+        if encoding not in encodings:
+            encodings.append(encoding)
+    if optional and Encoding.RLE not in encodings:
+        encodings.append(Encoding.RLE)
+    meta = t.ColumnMetaData(
+        type=ptype,
+        encodings=encodings,
+        path_in_schema=list(settings.path_in_schema),
+        codec=settings.column.compression,
+        num_values=num_rows,
+        total_uncompressed_size=builder.total_uncompressed_size,
+        total_compressed_size=builder.size,
+        data_page_offset=builder.data_page_offset or 0,
+        dictionary_page_offset=builder.dictionary_page_offset,
+        statistics=statistics,
+        encoding_stats=[
+            t.PageEncodingStats(page_type=page_type, encoding=encoding, count=count)
+            for (page_type, encoding), count in builder.encoding_counts.items()
+        ],
+        size_statistics=size_statistics,
+    )
+    column_index = None
+    offset_index = None
+    if settings.write_page_index:
+        offset_index = t.OffsetIndex(
+            page_locations=builder.locations,
+            unencoded_byte_array_data_bytes=(
+                builder.page_byte_array_sizes if is_byte_array else None
+            ),
+        )
+        column_index = _column_index(settings, builder)
+    if distinct is None and settings.column.bloom_filter is not None:
+        distinct = values
+    bloom = _bloom_filter(distinct, settings) if distinct is not None else None
+    return EncodedChunk(
+        data=b"".join(builder.parts),
+        meta_data=meta,
+        column_index=column_index,
+        offset_index=offset_index,
+        bloom_filter=bloom,
+    )
+
+
+def _column_index(settings: ChunkSettings, builder: _ChunkBuilder) -> t.ColumnIndex | None:
+    """The ColumnIndex, or None when a non-null page has no bounds (all NaN, no statistics)."""
+    if not settings.column.write_statistics or settings.sort_order == SortOrder.UNDEFINED:
+        return None
+    mins: list[bytes | None] = []
+    maxs: list[bytes | None] = []
+    for stats, is_null in zip(builder.page_stats, builder.page_null_flags, strict=True):
+        if is_null:
+            mins.append(None)
+            maxs.append(None)
+            continue
+        if stats is None or stats.min_value is None or stats.max_value is None:
+            return None
+        mins.append(stats.min_value)
+        maxs.append(stats.max_value)
+    return t.ColumnIndex(
+        null_pages=list(builder.page_null_flags),
+        min_values=[b"" if m is None else m for m in mins],
+        max_values=[b"" if m is None else m for m in maxs],
+        boundary_order=boundary_order(mins, maxs, settings.sort_order, settings.physical_type),
+        null_counts=list(builder.page_null_counts),
+        definition_level_histograms=(
+            list(builder.page_def_histograms) if settings.max_definition_level > 0 else None
+        ),
+    )
