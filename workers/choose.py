@@ -12,7 +12,8 @@ Rules, applied per chunk on the chunk's own values (overridden by ``ColumnOption
    - INT32/INT64: DELTA_BINARY_PACKED when the values never decrease (timestamps, ids), else PLAIN;
    - FLOAT/DOUBLE: BYTE_STREAM_SPLIT when the column is compressed and a sample compresses at
      least ``BSS_GAIN`` smaller that way than PLAIN, else PLAIN;
-   - BYTE_ARRAY: DELTA_LENGTH_BYTE_ARRAY in data page v2, PLAIN in v1;
+   - BYTE_ARRAY: DELTA_LENGTH_BYTE_ARRAY in data page v2, PLAIN in v1 and for Arrow
+     dictionary-typed columns (pyarrow cannot decode DELTA pages into a dictionary array);
    - FIXED_LEN_BYTE_ARRAY, INT96: PLAIN.
 """
 
@@ -66,7 +67,11 @@ def _worth_dictionary(values: Any, physical_type: Type) -> bool:
 
 
 def _non_dictionary_encoding(
-    values: Any, physical_type: Type, options: ColumnOptions, version: DataPageVersion
+    values: Any,
+    physical_type: Type,
+    options: ColumnOptions,
+    version: DataPageVersion,
+    dictionary_typed: bool,
 ) -> Encoding:
     if options.encoding is not None:
         return options.encoding
@@ -86,12 +91,16 @@ def _non_dictionary_encoding(
         split_size = len(compress(codec, encode_byte_stream_split(sample), level))
         return Encoding.BYTE_STREAM_SPLIT if split_size < BSS_GAIN * plain_size else Encoding.PLAIN
     if physical_type == Type.BYTE_ARRAY:
-        return Encoding.DELTA_LENGTH_BYTE_ARRAY if v2 else Encoding.PLAIN
+        return Encoding.DELTA_LENGTH_BYTE_ARRAY if v2 and not dictionary_typed else Encoding.PLAIN
     return Encoding.PLAIN
 
 
 def choose_encodings(
-    values: Any, physical_type: Type, options: ColumnOptions, version: DataPageVersion
+    values: Any,
+    physical_type: Type,
+    options: ColumnOptions,
+    version: DataPageVersion,
+    dictionary_typed: bool = False,
 ) -> tuple[bool, Encoding]:
     """Decide how a chunk's non-null ``values`` are encoded.
 
@@ -104,4 +113,5 @@ def choose_encodings(
         and physical_type not in (Type.BOOLEAN, Type.INT96)
         and _worth_dictionary(values, physical_type)
     )
-    return use_dictionary, _non_dictionary_encoding(values, physical_type, options, version)
+    fallback = _non_dictionary_encoding(values, physical_type, options, version, dictionary_typed)
+    return use_dictionary, fallback

@@ -61,6 +61,8 @@ class ChunkSettings:
     write_page_index: bool
     write_page_checksum: bool
     statistics_truncate_length: int
+    dictionary_typed: bool = False
+    """The Arrow column is dictionary-typed: pyarrow reads only PLAIN/dictionary pages into it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,7 +294,7 @@ def encode_chunk(
     splitter = _PageSplitter(settings, prefix)
     builder = _ChunkBuilder(settings)
     use_dictionary, fallback = choose_encodings(
-        values, ptype, column, settings.data_page_version
+        values, ptype, column, settings.data_page_version, settings.dictionary_typed
     )
     truncate = settings.statistics_truncate_length
     want_stats = column.write_statistics

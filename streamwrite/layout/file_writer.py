@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+import pyarrow as pa
+
 from streamwrite.errors import ConfigError
 from streamwrite.format import structs as t
 from streamwrite.format.thrift import serialize
@@ -54,6 +56,7 @@ def chunk_settings(spec: ColumnSpec, options: WriteOptions) -> ChunkSettings:
         write_page_index=options.write_page_index,
         write_page_checksum=options.write_page_checksum,
         statistics_truncate_length=options.statistics_truncate_length,
+        dictionary_typed=pa.types.is_dictionary(spec.field.type),
     )
 
 
