@@ -44,12 +44,18 @@ def main() -> None:
     assert count == table.num_rows
 
     print(f"rows:                 {table.num_rows:,}")
-    print(f"streamwrite write:    {table.num_rows / ours_s:,.0f} rows/s, "
-          f"{ours.stat().st_size:,} bytes -> {ours}")
-    print(f"pyarrow write (zstd): {table.num_rows / theirs_s:,.0f} rows/s, "
-          f"{theirs.stat().st_size:,} bytes")
-    print(f"read back equal by:   streamwrite, pyarrow (page CRCs checked), "
-          f"DuckDB ({count:,} rows, {symbols} symbols)")
+    print(
+        f"streamwrite write:    {table.num_rows / ours_s:,.0f} rows/s, "
+        f"{ours.stat().st_size:,} bytes -> {ours}"
+    )
+    print(
+        f"pyarrow write (zstd): {table.num_rows / theirs_s:,.0f} rows/s, "
+        f"{theirs.stat().st_size:,} bytes"
+    )
+    print(
+        f"read back equal by:   streamwrite, pyarrow (page CRCs checked), "
+        f"DuckDB ({count:,} rows, {symbols} symbols)"
+    )
     print(f"inspect it:           .venv/bin/streamwrite inspect {ours}")
 
 

@@ -28,7 +28,22 @@ _EXPORTS = {
     "StreamwriteIOError": "streamwrite.errors",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "ChecksumError",
+    "ConfigError",
+    "CorruptFileError",
+    "FormatError",
+    "LimitError",
+    "ParquetFile",
+    "ParquetWriter",
+    "SchemaError",
+    "SortingColumn",
+    "StreamwriteError",
+    "StreamwriteIOError",
+    "UnsupportedError",
+    "read_table",
+    "write_table",
+]
 
 if TYPE_CHECKING:
     from streamwrite.errors import (

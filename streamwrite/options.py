@@ -101,7 +101,7 @@ class BloomFilterOptions:
 
 @dataclass(frozen=True, slots=True)
 class SortingColumn:
-    """The rows of each row group are sorted by this column (as ``pyarrow.parquet.SortingColumn``)."""
+    """Rows of each row group are sorted by this column (as ``pyarrow.parquet.SortingColumn``)."""
 
     column_index: int
     descending: bool = False
@@ -212,8 +212,8 @@ def make_write_options(
     column_names: Sequence[str],
     *,
     row_group_size: int | None = None,
-    compression: str | CompressionCodec | None | Mapping[str, str | None] = "zstd",
-    compression_level: int | None | Mapping[str, int] = None,
+    compression: str | CompressionCodec | Mapping[str, str | None] | None = "zstd",
+    compression_level: int | Mapping[str, int] | None = None,
     data_page_size: int | None = None,
     data_page_row_limit: int | None = None,
     dictionary_pagesize_limit: int | None = None,

@@ -63,13 +63,15 @@ class ParquetWriter:
         self.schema = arrow_to_parquet(schema)
         self.options = make_write_options(schema.names, **options)
         self._writer = FileWriter(self.schema, self.options)
-        self._owns_file = not hasattr(where, "write")
-        try:
-            self._file: IO[bytes] = (
-                open(Path(where), "wb") if self._owns_file else where  # type: ignore[arg-type]  # noqa: SIM115
-            )
-        except OSError as exc:
-            raise StreamwriteIOError(f"Cannot open {where!r} for writing: {exc}.") from exc
+        self._owns_file = isinstance(where, str | os.PathLike)
+        self._file: IO[bytes]
+        if isinstance(where, str | os.PathLike):
+            try:
+                self._file = open(Path(where), "wb")  # noqa: SIM115 - closed in close()
+            except OSError as exc:
+                raise StreamwriteIOError(f"Cannot open {where!r} for writing: {exc}.") from exc
+        else:
+            self._file = where
         self._closed = False
         self._write(self._writer.start())
 

@@ -313,7 +313,9 @@ def encode_chunk(
         )
         num_entries = min(num_entries, _count(distinct))
         cut_value = (
-            num_values if num_entries == _count(distinct) else int(np.argmax(indices >= num_entries))
+            num_values
+            if num_entries == _count(distinct)
+            else int(np.argmax(indices >= num_entries))
         )
         if num_entries > 0 and cut_value > 0:
             page = build_dictionary_page(

@@ -51,7 +51,10 @@ VALUE_ENCODINGS: dict[Encoding, frozenset[Type]] = {
     ),
 }
 
-_INT_DTYPES = {Type.INT32: np.dtype(np.int32), Type.INT64: np.dtype(np.int64)}
+_INT_DTYPES: dict[Type, np.dtype[Any]] = {
+    Type.INT32: np.dtype(np.int32),
+    Type.INT64: np.dtype(np.int64),
+}
 
 
 def check_encoding(encoding: Encoding, physical_type: Type, column: str) -> None:
@@ -101,7 +104,8 @@ def decode_values(
         FormatError: malformed bytes, or an encoding not valid for the type.
         UnsupportedError: a deprecated encoding streamwrite does not read.
     """
-    allowed = VALUE_ENCODINGS.get(Encoding(encoding)) if encoding in Encoding._value2member_map_ else None
+    known = encoding in Encoding._value2member_map_
+    allowed = VALUE_ENCODINGS.get(Encoding(encoding)) if known else None
     if allowed is None:
         if encoding == Encoding.BIT_PACKED:
             raise UnsupportedError("BIT_PACKED is only valid for levels, not for values.")

@@ -2,10 +2,10 @@
 
 Byte layout of one page in a column chunk (parquet-format, "Data Pages")::
 
-    page        := PageHeader (Thrift compact) body
-    v1 body     := compress( [rep levels] [def levels] values )        levels: 4-byte LE length + RLE hybrid
-    v2 body     := [rep levels] [def levels] compress-or-not( values )  levels: RLE hybrid, no length
-    dict body   := compress( PLAIN dictionary entries )
+    page      := PageHeader (Thrift compact) body
+    v1 body   := compress( [rep levels] [def levels] values )   levels: u32 LE length + RLE hybrid
+    v2 body   := [rep levels] [def levels] maybe-compress( values )   levels: RLE hybrid only
+    dict body := compress( PLAIN dictionary entries )
 
 ``PageHeader.crc`` is the CRC32 (zlib polynomial) of the body bytes exactly as stored, i.e.
 after compression (and, once encryption lands, after encryption). ``uncompressed_page_size``

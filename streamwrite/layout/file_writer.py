@@ -75,7 +75,7 @@ def _rebase(chunk: EncodedChunk, base: int) -> tuple[t.ColumnMetaData, t.OffsetI
         offset_index = replace(
             offset_index,
             page_locations=[
-                replace(location, offset=location.offset + base)
+                replace(location, offset=(location.offset or 0) + base)
                 for location in offset_index.page_locations or []
             ],
         )
@@ -91,7 +91,9 @@ class FileWriter:
         self.offset = start_offset
         self.row_groups: list[t.RowGroup] = []
         self.num_rows = 0
-        self._pending_indexes: list[tuple[t.ColumnChunk, t.ColumnIndex | None, t.OffsetIndex | None]] = []
+        self._pending_indexes: list[
+            tuple[t.ColumnChunk, t.ColumnIndex | None, t.OffsetIndex | None]
+        ] = []
         self._sorting = [
             t.SortingColumn(
                 column_idx=s.column_index, descending=s.descending, nulls_first=s.nulls_first
@@ -141,7 +143,9 @@ class FileWriter:
                 column.meta_data.bloom_filter_length = len(chunk.bloom_filter)
                 parts.append(self._emit(chunk.bloom_filter))
         self._pending_indexes.extend(indexes)
-        total_uncompressed = sum(c.meta_data.total_uncompressed_size or 0 for c in columns if c.meta_data)
+        total_uncompressed = sum(
+            c.meta_data.total_uncompressed_size or 0 for c in columns if c.meta_data
+        )
         total_compressed = sum(len(chunk.data) for chunk in chunks)
         self.row_groups.append(
             t.RowGroup(
@@ -174,9 +178,13 @@ class FileWriter:
         self._pending_indexes.clear()
         return b"".join(parts)
 
-    def file_metadata(self, extra_key_value_metadata: Sequence[tuple[str, str]] = ()) -> t.FileMetaData:
+    def file_metadata(
+        self, extra_key_value_metadata: Sequence[tuple[str, str]] = ()
+    ) -> t.FileMetaData:
         """The FileMetaData listing every row group so far."""
-        key_values = [t.KeyValue(key="ARROW:schema", value=encode_arrow_schema(self.schema.arrow_schema))]
+        key_values = [
+            t.KeyValue(key="ARROW:schema", value=encode_arrow_schema(self.schema.arrow_schema))
+        ]
         key_values += [
             t.KeyValue(key=k, value=v)
             for k, v in (*self.options.key_value_metadata, *extra_key_value_metadata)

@@ -15,7 +15,9 @@ def _plain(array: pa.Array | pa.ChunkedArray) -> pa.Array:
     return array
 
 
-def same_values(expected: pa.Array | pa.ChunkedArray, actual: pa.Array | pa.ChunkedArray) -> str | None:
+def same_values(
+    expected: pa.Array | pa.ChunkedArray, actual: pa.Array | pa.ChunkedArray
+) -> str | None:
     """None when equal (types may differ if values cast losslessly), else a description."""
     expected, actual = _plain(expected), _plain(actual)
     if len(expected) != len(actual):

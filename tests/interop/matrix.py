@@ -16,19 +16,34 @@ import pyarrow as pa
 NUM_ROWS = 700
 
 INT_TYPES = {
-    "int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
-    "uint8": pa.uint8(), "uint16": pa.uint16(), "uint32": pa.uint32(), "uint64": pa.uint64(),
-    "date32": pa.date32(), "time32_s": pa.time32("s"), "time32_ms": pa.time32("ms"),
-    "time64_us": pa.time64("us"), "time64_ns": pa.time64("ns"),
-    "ts_s": pa.timestamp("s"), "ts_ms": pa.timestamp("ms"), "ts_us": pa.timestamp("us"),
-    "ts_ns": pa.timestamp("ns"), "ts_ns_tz": pa.timestamp("ns", tz="UTC"),
+    "int8": pa.int8(),
+    "int16": pa.int16(),
+    "int32": pa.int32(),
+    "int64": pa.int64(),
+    "uint8": pa.uint8(),
+    "uint16": pa.uint16(),
+    "uint32": pa.uint32(),
+    "uint64": pa.uint64(),
+    "date32": pa.date32(),
+    "time32_s": pa.time32("s"),
+    "time32_ms": pa.time32("ms"),
+    "time64_us": pa.time64("us"),
+    "time64_ns": pa.time64("ns"),
+    "ts_s": pa.timestamp("s"),
+    "ts_ms": pa.timestamp("ms"),
+    "ts_us": pa.timestamp("us"),
+    "ts_ns": pa.timestamp("ns"),
+    "ts_ns_tz": pa.timestamp("ns", tz="UTC"),
     "ts_us_tz": pa.timestamp("us", tz="Europe/Paris"),
-    "dec_9": pa.decimal128(9, 2), "dec_18": pa.decimal128(18, 4),
+    "dec_9": pa.decimal128(9, 2),
+    "dec_18": pa.decimal128(18, 4),
 }
 FLOAT_TYPES = {"float32": pa.float32(), "float64": pa.float64()}
 BINARY_TYPES = {
-    "string": pa.string(), "large_string": pa.large_string(),
-    "binary": pa.binary(), "large_binary": pa.large_binary(),
+    "string": pa.string(),
+    "large_string": pa.large_string(),
+    "binary": pa.binary(),
+    "large_binary": pa.large_binary(),
     "dict_string": pa.dictionary(pa.int32(), pa.string()),
 }
 PLAIN_BINARY_TYPES = {k: v for k, v in BINARY_TYPES.items() if k != "dict_string"}
@@ -44,7 +59,11 @@ ENCODING_TYPES: dict[str, dict[str, pa.DataType]] = {
     # pyarrow cannot read DELTA_*_BYTE_ARRAY pages into an Arrow dictionary column ("DecodeArrow
     # of DictAccumulator ... not yet implemented", its own files too): no dict_string there.
     "DELTA_LENGTH_BYTE_ARRAY": PLAIN_BINARY_TYPES,
-    "DELTA_BYTE_ARRAY": {**PLAIN_BINARY_TYPES, "fsb_5": pa.binary(5), "dec_30": pa.decimal128(30, 3)},
+    "DELTA_BYTE_ARRAY": {
+        **PLAIN_BINARY_TYPES,
+        "fsb_5": pa.binary(5),
+        "dec_30": pa.decimal128(30, 3),
+    },
     "BYTE_STREAM_SPLIT": {**INT_TYPES, **FLOAT_TYPES},
     "BYTE_STREAM_SPLIT_FIXED": FIXED_TYPES,
     "RLE": BOOL_TYPES,
@@ -53,8 +72,10 @@ ENCODING_TYPES: dict[str, dict[str, pa.DataType]] = {
 ENCODING_OF = {"BYTE_STREAM_SPLIT_FIXED": "BYTE_STREAM_SPLIT"}
 # Valid files that a third-party reader cannot read yet (its gap, not ours).
 READER_GAPS = {
-    ("duckdb", "BYTE_STREAM_SPLIT_FIXED"):
-        "DuckDB reads BYTE_STREAM_SPLIT only for FLOAT, DOUBLE, INT32 and INT64",
+    (
+        "duckdb",
+        "BYTE_STREAM_SPLIT_FIXED",
+    ): "DuckDB reads BYTE_STREAM_SPLIT only for FLOAT, DOUBLE, INT32 and INT64",
 }
 CODECS = ["none", "snappy", "gzip", "brotli", "zstd", "lz4"]
 
@@ -69,8 +90,9 @@ def _ints(rng: np.random.Generator, dtype: np.dtype, n: int, low: bool) -> np.nd
     return values
 
 
-def column_data(name: str, arrow_type: pa.DataType, nullable: bool, low_cardinality: bool,
-                seed: int = 7) -> pa.Array:
+def column_data(
+    name: str, arrow_type: pa.DataType, nullable: bool, low_cardinality: bool, seed: int = 7
+) -> pa.Array:
     """``NUM_ROWS`` values of ``arrow_type`` with edge cases (min/max, NaN, -0.0, empty values)."""
     rng = np.random.default_rng(zlib.crc32(name.encode()) + seed)
     n = NUM_ROWS
@@ -80,9 +102,13 @@ def column_data(name: str, arrow_type: pa.DataType, nullable: bool, low_cardinal
     elif pa.types.is_integer(base_type):
         array = pa.array(_ints(rng, base_type.to_pandas_dtype(), n, low_cardinality), base_type)
     elif pa.types.is_date32(base_type):
-        array = pa.array(rng.integers(-100_000, 100_000, size=n).astype(np.int32), pa.int32()).cast(base_type)
+        array = pa.array(rng.integers(-100_000, 100_000, size=n).astype(np.int32), pa.int32()).cast(
+            base_type
+        )
     elif pa.types.is_time32(base_type) or pa.types.is_time64(base_type):
-        per_day = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_000_000_000}[base_type.unit]
+        per_day = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_000_000_000}[
+            base_type.unit
+        ]
         width = np.int32 if pa.types.is_time32(base_type) else np.int64
         array = pa.array(rng.integers(0, per_day, size=n).astype(width)).cast(base_type)
     elif pa.types.is_timestamp(base_type):
@@ -93,15 +119,21 @@ def column_data(name: str, arrow_type: pa.DataType, nullable: bool, low_cardinal
         array = pa.array(raw).cast(base_type)
     elif pa.types.is_floating(base_type):
         width = {16: np.float16, 32: np.float32, 64: np.float64}[base_type.bit_width]
-        values = (rng.integers(0, 10, size=n) if low_cardinality else rng.normal(0, 1e3, size=n)).astype(width)
+        values = (
+            rng.integers(0, 10, size=n) if low_cardinality else rng.normal(0, 1e3, size=n)
+        ).astype(width)
         values[:4] = [np.nan, -0.0, 0.0, np.inf]
         if base_type.bit_width == 16:
             array = pa.array(values, pa.float16())
         else:
             array = pa.array(values, base_type)
     elif pa.types.is_decimal(base_type):
-        limit = 10 ** base_type.precision - 1
-        picks = rng.integers(0, 20, size=n) if low_cardinality else rng.integers(-(1 << 62), 1 << 62, size=n)
+        limit = 10**base_type.precision - 1
+        picks = (
+            rng.integers(0, 20, size=n)
+            if low_cardinality
+            else rng.integers(-(1 << 62), 1 << 62, size=n)
+        )
         exponent = -base_type.scale
         values = [decimal.Decimal(f"{int(v) % limit}E{exponent}") for v in picks]
         values[0] = decimal.Decimal(f"{limit}E{exponent}")

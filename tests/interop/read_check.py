@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tests.interop.compare import same_tables  # noqa: E402
+from tests.interop.compare import same_tables
 
 
 def read_pyarrow(path: Path) -> pa.Table:
@@ -51,7 +51,9 @@ def main() -> None:
                 problems = same_tables(expected, actual)
             except Exception as exc:  # report any reader failure as a problem
                 problems = [f"{type(exc).__name__}: {exc}"]
-            print(json.dumps({"file": path.name, "reader": reader, "problems": problems}), flush=True)
+            print(
+                json.dumps({"file": path.name, "reader": reader, "problems": problems}), flush=True
+            )
 
 
 if __name__ == "__main__":

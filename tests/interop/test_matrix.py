@@ -56,9 +56,11 @@ def matrix_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
             data_page_size=2048,  # several pages per chunk
             **_options(encoding, table),
         )
-        with pa.OSFile(str(directory / f"{name}.arrow"), "wb") as sink:
-            with pa.ipc.new_file(sink, table.schema) as writer:
-                writer.write_table(table)
+        with (
+            pa.OSFile(str(directory / f"{name}.arrow"), "wb") as sink,
+            pa.ipc.new_file(sink, table.schema) as writer,
+        ):
+            writer.write_table(table)
     return directory
 
 
@@ -80,7 +82,9 @@ def third_party_results(matrix_dir: Path) -> dict[tuple[str, str], list[str]]:
 
 
 @pytest.mark.parametrize("reader", ["pyarrow", "duckdb"])
-@pytest.mark.parametrize(("encoding", "codec", "version", "nullable"), CASES, ids=[_case_name(*c) for c in CASES])
+@pytest.mark.parametrize(
+    ("encoding", "codec", "version", "nullable"), CASES, ids=[_case_name(*c) for c in CASES]
+)
 def test_third_party_reads_ours(
     third_party_results: dict[tuple[str, str], list[str]],
     reader: str,
@@ -105,8 +109,12 @@ def test_streamwrite_reads_its_own_matrix(matrix_dir: Path) -> None:
         assert same_tables(expected, actual) == [], name
 
 
-@pytest.mark.parametrize(("encoding", "codec", "version", "nullable"), CASES, ids=[_case_name(*c) for c in CASES])
-def test_streamwrite_reads_pyarrow(tmp_path: Path, encoding: str, codec: str, version: str, nullable: bool) -> None:
+@pytest.mark.parametrize(
+    ("encoding", "codec", "version", "nullable"), CASES, ids=[_case_name(*c) for c in CASES]
+)
+def test_streamwrite_reads_pyarrow(
+    tmp_path: Path, encoding: str, codec: str, version: str, nullable: bool
+) -> None:
     table = matrix_table(encoding, nullable)
     path = tmp_path / "pyarrow.parquet"
     pq.write_table(
