@@ -3,9 +3,15 @@
 Rules, applied per chunk on the chunk's own values (overridden by ``ColumnOptions.encoding``):
 
 1. Dictionary (PLAIN dictionary page + RLE_DICTIONARY indices) when ``use_dictionary`` is on, the
-   type is not BOOLEAN, and a strided sample of ``DICTIONARY_SAMPLE_SIZE`` values has at most
-   ``MAX_DICTIONARY_RATIO`` distinct values: high-cardinality columns skip the dictionary page
-   that would only be thrown away at the size limit.
+   type is not BOOLEAN/INT96, and either
+   - a strided sample or the leading run of ``DICTIONARY_SAMPLE_SIZE`` values has at most
+     ``MAX_DICTIONARY_RATIO`` distinct values (symbols, venues, slowly changing values), or
+   - for INT32/INT64/FLOAT/DOUBLE chunks that are not non-decreasing integers, the whole chunk
+     dictionary-encodes to at most ``DICTIONARY_GAIN`` of its PLAIN size (a random walk at fixed
+     precision: every sample looks distinct, yet the chunk repeats values). The encoding
+     computed for that check is handed to the chunk encoder, never computed twice.
+   High-cardinality columns skip the dictionary page that would only be thrown away at the
+   size limit.
 2. The non-dictionary encoding (used alone, or for the rest of the chunk after the dictionary
    overflows its byte limit):
    - BOOLEAN: RLE in data page v2, PLAIN in v1;
@@ -19,9 +25,11 @@ Rules, applied per chunk on the chunk's own values (overridden by ``ColumnOption
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from streamwrite.format.enums import CompressionCodec, Encoding, Type
 from streamwrite.options import (
@@ -36,10 +44,21 @@ from workers.encoding.dictionary import dictionary_encode
 from workers.encoding.plain import encode_plain
 from workers.values import BinaryValues
 
-__all__ = ["choose_encodings", "sample_values"]
+__all__ = ["EncodingChoice", "choose_encodings", "sample_values"]
 
 BSS_SAMPLE_SIZE = 16384
 BSS_GAIN = 0.95
+DICTIONARY_GAIN = 0.5
+_NUMERIC_WIDTH = {Type.INT32: 4, Type.INT64: 8, Type.FLOAT: 4, Type.DOUBLE: 8}
+
+
+@dataclass(frozen=True, slots=True)
+class EncodingChoice:
+    """How a chunk is encoded; ``dictionary`` holds ``(distinct, indices)`` if already computed."""
+
+    use_dictionary: bool
+    fallback: Encoding
+    dictionary: tuple[Any, npt.NDArray[np.int32]] | None = None
 
 
 def _num_values(values: Any) -> int:
@@ -57,13 +76,32 @@ def sample_values(values: Any, size: int) -> Any:
     return values[index]
 
 
-def _worth_dictionary(values: Any, physical_type: Type) -> bool:
-    sample = sample_values(values, DICTIONARY_SAMPLE_SIZE)
+def _distinct_ratio(sample: Any, physical_type: Type) -> float:
     count = _num_values(sample)
-    if count == 0:
-        return False
     dictionary, _ = dictionary_encode(sample, physical_type)
-    return _num_values(dictionary) <= MAX_DICTIONARY_RATIO * count
+    return _num_values(dictionary) / count
+
+
+def _sampled_low_cardinality(values: Any, physical_type: Type) -> bool:
+    strided = sample_values(values, DICTIONARY_SAMPLE_SIZE)
+    if _distinct_ratio(strided, physical_type) <= MAX_DICTIONARY_RATIO:
+        return True
+    if _num_values(values) <= DICTIONARY_SAMPLE_SIZE:
+        return False
+    leading = values[:DICTIONARY_SAMPLE_SIZE]
+    return _distinct_ratio(leading, physical_type) <= MAX_DICTIONARY_RATIO
+
+
+def _whole_chunk_dictionary(
+    values: Any, physical_type: Type
+) -> tuple[Any, npt.NDArray[np.int32]] | None:
+    """The chunk's dictionary encoding if it is at most DICTIONARY_GAIN of the PLAIN size."""
+    distinct, indices = dictionary_encode(values, physical_type)
+    width = _NUMERIC_WIDTH[physical_type]
+    count, num_distinct = _num_values(values), _num_values(distinct)
+    index_bits = max(1, (num_distinct - 1).bit_length())
+    encoded_size = num_distinct * width + count * index_bits / 8
+    return (distinct, indices) if encoded_size <= DICTIONARY_GAIN * count * width else None
 
 
 def _non_dictionary_encoding(
@@ -101,17 +139,25 @@ def choose_encodings(
     options: ColumnOptions,
     version: DataPageVersion,
     dictionary_typed: bool = False,
-) -> tuple[bool, Encoding]:
-    """Decide how a chunk's non-null ``values`` are encoded.
+) -> EncodingChoice:
+    """Decide how a chunk's non-null ``values`` are encoded (rules in the module docstring).
 
     Returns:
-        ``(use_dictionary, fallback_encoding)``: whether to try a dictionary first, and the
-        encoding for values the dictionary does not cover (all of them when it is off).
+        Whether to try a dictionary first, the encoding for values the dictionary does not
+        cover (all of them when it is off), and the dictionary encoding if it was computed.
     """
-    use_dictionary = (
-        options.use_dictionary
-        and physical_type not in (Type.BOOLEAN, Type.INT96)
-        and _worth_dictionary(values, physical_type)
-    )
     fallback = _non_dictionary_encoding(values, physical_type, options, version, dictionary_typed)
-    return use_dictionary, fallback
+    if (
+        not options.use_dictionary
+        or physical_type in (Type.BOOLEAN, Type.INT96)
+        or _num_values(values) == 0
+    ):
+        return EncodingChoice(False, fallback)
+    if _sampled_low_cardinality(values, physical_type):
+        return EncodingChoice(True, fallback)
+    sorted_ints = fallback == Encoding.DELTA_BINARY_PACKED and options.encoding is None
+    if physical_type in _NUMERIC_WIDTH and not sorted_ints:
+        dictionary = _whole_chunk_dictionary(values, physical_type)
+        if dictionary is not None:
+            return EncodingChoice(True, fallback, dictionary)
+    return EncodingChoice(False, fallback)

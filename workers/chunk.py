@@ -31,6 +31,7 @@ from streamwrite.format.thrift import serialize
 from streamwrite.options import ColumnOptions, DataPageVersion
 from workers.bloom import SplitBlockBloomFilter, hash_values, optimal_num_bytes
 from workers.choose import choose_encodings
+from workers.encoding._varint import encode_uleb128
 from workers.encoding.dictionary import dictionary_encode, encode_dictionary_indices
 from workers.encoding.plain import encode_plain
 from workers.encoding.rle_hybrid import encode_levels_v1, encode_rle_hybrid
@@ -82,6 +83,10 @@ def _count(values: Any) -> int:
 
 def _slice(values: Any, start: int, stop: int) -> Any:
     return values[start:stop]
+
+
+def _take(values: Any, index: npt.NDArray[np.intp]) -> Any:
+    return values.take(index) if isinstance(values, BinaryValues) else values[index]
 
 
 def _plain_entry_sizes(values: Any, settings: ChunkSettings) -> npt.NDArray[np.int64]:
@@ -227,6 +232,14 @@ class _ChunkBuilder:
         self.page_def_histograms.extend((null_count, num_values))
 
 
+def _encode_def_levels(levels: npt.NDArray[np.uint8], num_values: int, v1: bool) -> bytes:
+    """Definition levels of a page; a page without nulls is one RLE run of 1s."""
+    if num_values == levels.shape[0] and num_values > 0:
+        run = encode_uleb128(num_values << 1) + b"\x01"
+        return (len(run).to_bytes(4, "little") + run) if v1 else run
+    return encode_levels_v1(levels, 1) if v1 else encode_rle_hybrid(levels, 1)
+
+
 def _data_page(
     settings: ChunkSettings,
     value_bytes: bytes,
@@ -237,7 +250,7 @@ def _data_page(
 ) -> BuiltPage:
     column = settings.column
     if settings.data_page_version == DataPageVersion.V2:
-        levels = b"" if def_levels is None else encode_rle_hybrid(def_levels, 1)
+        levels = b"" if def_levels is None else _encode_def_levels(def_levels, num_values, False)
         return build_data_page_v2(
             def_levels=levels,
             values=value_bytes,
@@ -249,7 +262,7 @@ def _data_page(
             compression_level=column.compression_level,
             write_crc=settings.write_page_checksum,
         )
-    levels = b"" if def_levels is None else encode_levels_v1(def_levels, 1)
+    levels = b"" if def_levels is None else _encode_def_levels(def_levels, num_values, True)
     return build_data_page_v1(
         levels=levels,
         values=value_bytes,
@@ -293,9 +306,10 @@ def encode_chunk(
         np.cumsum(def_levels, out=prefix[1:])
     splitter = _PageSplitter(settings, prefix)
     builder = _ChunkBuilder(settings)
-    use_dictionary, fallback = choose_encodings(
+    choice = choose_encodings(
         values, ptype, column, settings.data_page_version, settings.dictionary_typed
     )
+    fallback = choice.fallback
     truncate = settings.statistics_truncate_length
     want_stats = column.write_statistics
 
@@ -305,8 +319,8 @@ def encode_chunk(
     index_width = 0.0
     indices: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
     distinct: Any = None
-    if use_dictionary:
-        distinct, indices = dictionary_encode(values, ptype)
+    if choice.use_dictionary:
+        distinct, indices = choice.dictionary or dictionary_encode(values, ptype)
         entry_sizes = _plain_entry_sizes(distinct, settings)
         num_entries = int(
             np.searchsorted(np.cumsum(entry_sizes), settings.dictionary_page_size_limit, "right")
@@ -357,23 +371,32 @@ def encode_chunk(
                 page_encoding = encoding
             levels = None if def_levels is None else def_levels[r0:r1]
             page = _data_page(settings, value_bytes, levels, r1 - r0, v1 - v0, page_encoding)
-            stats = (
-                compute_stats(page_values, ptype, settings.sort_order, max_size=truncate)
-                if want_stats
-                else None
-            )
+            stats = None
+            if want_stats:
+                # A dictionary page's bounds are those of the entries it uses: far fewer values.
+                page_stats_values = (
+                    page_values
+                    if encoding is not None
+                    else _take(distinct, np.flatnonzero(np.bincount(indices[v0:v1], minlength=1)))
+                )
+                stats = compute_stats(
+                    page_stats_values, ptype, settings.sort_order, max_size=truncate
+                )
             byte_array_size = page_values.total_size if isinstance(page_values, BinaryValues) else 0
             builder.add_data_page(
                 page, page_encoding, r0, stats, (r1 - r0) - (v1 - v0), v1 - v0, byte_array_size
             )
 
-    return _finish(settings, builder, values, num_rows, num_values, distinct)
+    # Chunk bounds: over the distinct values when the dictionary covers the whole chunk.
+    stats_values = distinct if dict_rows == num_rows and distinct is not None else values
+    return _finish(settings, builder, values, stats_values, num_rows, num_values, distinct)
 
 
 def _finish(
     settings: ChunkSettings,
     builder: _ChunkBuilder,
     values: Any,
+    stats_values: Any,
     num_rows: int,
     num_values: int,
     distinct: Any,
@@ -383,7 +406,7 @@ def _finish(
     statistics = None
     if settings.column.write_statistics:
         chunk_stats = compute_stats(
-            values, ptype, settings.sort_order, max_size=settings.statistics_truncate_length
+            stats_values, ptype, settings.sort_order, max_size=settings.statistics_truncate_length
         )
         statistics = _statistics(chunk_stats, null_count)
     optional = settings.max_definition_level > 0
