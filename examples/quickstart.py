@@ -38,9 +38,9 @@ def main() -> None:
 
     assert streamwrite.read_table(ours).equals(table)
     assert pq.read_table(ours, page_checksum_verification=True).equals(table)
-    count, symbols = duckdb.sql(
+    ((count, symbols),) = duckdb.sql(
         f"SELECT count(*), count(DISTINCT symbol) FROM read_parquet('{ours}')"
-    ).fetchone()
+    ).fetchall()
     assert count == table.num_rows
 
     print(f"rows:                 {table.num_rows:,}")

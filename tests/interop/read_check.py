@@ -27,7 +27,7 @@ def read_duckdb(path: Path) -> pa.Table:
     import duckdb
 
     con = duckdb.connect()
-    return con.sql(f"SELECT * FROM read_parquet('{path}')").fetch_arrow_table()
+    return con.sql(f"SELECT * FROM read_parquet('{path}')").to_arrow_table()
 
 
 def read_polars(path: Path) -> pa.Table:
