@@ -35,6 +35,7 @@ raises :class:`~streamwrite.errors.LimitError`.
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from streamwrite.errors import FormatError
@@ -74,6 +75,7 @@ from streamwrite.format._thrift_plan import (
 )
 
 __all__ = [
+    "Serialized",
     "BINARY",
     "BOOL",
     "DEFAULT_LIMITS",
@@ -131,6 +133,21 @@ def deserialize(
         raise FormatError(f"Offset {offset} is outside the {len(data)}-byte buffer.")
     obj, end = decode(plan, data, offset, limits)
     return obj, end
+
+
+@dataclass(frozen=True, slots=True)
+class Serialized:
+    """A struct of class ``cls`` already encoded as ``data``, written verbatim where a ``cls``
+    is expected (a struct field or a list element). Lets a footer reuse the bytes of row groups
+    it has encoded before, so its cost grows with the new row groups only."""
+
+    cls: type
+    data: bytes
+
+    @classmethod
+    def of(cls, obj: object) -> Serialized:
+        """Encode ``obj`` once; returns the wrapper."""
+        return cls(type(obj), serialize(obj))
 
 
 def serialize(obj: object) -> bytes:
@@ -218,9 +235,12 @@ def _encode_struct(plan: Plan, obj: Any, out: bytearray) -> None:
                 else:
                     _write_varint(out, v)
             elif kind == K_STRUCT:
-                if not isinstance(v, aux.cls):
+                if type(v) is Serialized and v.cls is aux.cls:
+                    out += v.data
+                elif not isinstance(v, aux.cls):
                     raise MalformedError(f"{type(v).__name__} is not a {aux.name}")
-                _encode_struct(aux, v, out)
+                else:
+                    _encode_struct(aux, v, out)
             elif kind == K_LIST:
                 _encode_list(aux, v, out)
             elif kind == K_STRING:
@@ -281,9 +301,12 @@ def _encode_list(aux: tuple[int, int, Any, str], v: Any, out: bytearray) -> None
     elif kind == K_STRUCT:
         cls = eaux.cls
         for x in v:
-            if not isinstance(x, cls):
+            if type(x) is Serialized and x.cls is cls:
+                out += x.data
+            elif not isinstance(x, cls):
                 raise MalformedError(f"list element {type(x).__name__} is not a {ename}")
-            _encode_struct(eaux, x, out)
+            else:
+                _encode_struct(eaux, x, out)
     elif kind == K_STRING:
         for x in v:
             raw = x.encode("utf-8")

@@ -14,7 +14,9 @@ offsets relative to their own start and are rebased here: ``data_page_offset``,
 page index offsets set on the ColumnChunk/ColumnMetaData.
 
 A footer may be written after any row group and row groups may follow it (live files): each
-footer lists every row group so far. Rules:
+footer lists every row group so far. A row group's RowGroup struct is encoded once, when the
+footer that first lists it is written (its page index offsets are final then), and its bytes
+are reused by every later footer, so a footer costs CPU for its new row groups only. Rules:
 - ``start()`` once, before anything else, for a new file;
 - ``add_row_group()`` returns the bytes to append for the row group and its bloom filters;
 - ``footer()`` returns the page indexes not yet written plus the FileMetaData, length and magic.
@@ -24,12 +26,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import cast
 
 import pyarrow as pa
 
 from streamwrite.errors import ConfigError
 from streamwrite.format import structs as t
-from streamwrite.format.thrift import serialize
+from streamwrite.format.thrift import Serialized, serialize
 from streamwrite.options import WriteOptions
 from streamwrite.schema import ColumnSpec, ParquetSchema, encode_arrow_schema
 from workers.chunk import ChunkSettings, EncodedChunk
@@ -94,6 +97,10 @@ class FileWriter:
         self._pending_indexes: list[
             tuple[t.ColumnChunk, t.ColumnIndex | None, t.OffsetIndex | None]
         ] = []
+        self._row_group_bytes: list[Serialized] = []
+        self._arrow_schema = encode_arrow_schema(schema.arrow_schema)
+        self.last_footer_offset = 0
+        self.last_footer_length = 0
         self._sorting = [
             t.SortingColumn(
                 column_idx=s.column_index, descending=s.descending, nulls_first=s.nulls_first
@@ -106,6 +113,27 @@ class FileWriter:
                     f"Sorting column index {s.column_index} is out of range for "
                     f"{len(schema.columns)} columns."
                 )
+
+    @classmethod
+    def resume(
+        cls,
+        schema: ParquetSchema,
+        options: WriteOptions,
+        metadata: t.FileMetaData,
+        footer_offset: int,
+        footer_length: int,
+    ) -> FileWriter:
+        """Continue a file whose last footer (``metadata``) sits at ``footer_offset``.
+
+        Returns:
+            A writer whose next bytes go right after that footer's length and magic.
+        """
+        writer = cls(schema, options, footer_offset + footer_length + 8)
+        writer.row_groups = list(metadata.row_groups or [])
+        writer._row_group_bytes = [Serialized.of(rg) for rg in writer.row_groups]
+        writer.num_rows = sum(rg.num_rows or 0 for rg in writer.row_groups)
+        writer.last_footer_offset, writer.last_footer_length = footer_offset, footer_length
+        return writer
 
     def _emit(self, data: bytes) -> bytes:
         self.offset += len(data)
@@ -182,9 +210,7 @@ class FileWriter:
         self, extra_key_value_metadata: Sequence[tuple[str, str]] = ()
     ) -> t.FileMetaData:
         """The FileMetaData listing every row group so far."""
-        key_values = [
-            t.KeyValue(key="ARROW:schema", value=encode_arrow_schema(self.schema.arrow_schema))
-        ]
+        key_values = [t.KeyValue(key="ARROW:schema", value=self._arrow_schema)]
         key_values += [
             t.KeyValue(key=k, value=v)
             for k, v in (*self.options.key_value_metadata, *extra_key_value_metadata)
@@ -193,7 +219,11 @@ class FileWriter:
             version=FORMAT_VERSION,
             schema=self.schema.elements,
             num_rows=self.num_rows,
-            row_groups=list(self.row_groups),
+            # Serialized stands in for a RowGroup: the codec writes its bytes verbatim.
+            row_groups=cast(
+                "list[t.RowGroup]",
+                [*self._row_group_bytes, *self.row_groups[len(self._row_group_bytes) :]],
+            ),
             key_value_metadata=key_values,
             created_by=self.options.created_by,
             column_orders=[
@@ -208,6 +238,10 @@ class FileWriter:
             The bytes to append; after them the file is complete and valid.
         """
         indexes = self._page_indexes()
+        for row_group in self.row_groups[len(self._row_group_bytes) :]:
+            self._row_group_bytes.append(Serialized.of(row_group))
         metadata = serialize(self.file_metadata(extra_key_value_metadata))
+        self.last_footer_offset = self.offset + len(indexes)
+        self.last_footer_length = len(metadata)
         tail = metadata + len(metadata).to_bytes(4, "little") + MAGIC
         return indexes + self._emit(tail)
