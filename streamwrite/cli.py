@@ -19,7 +19,10 @@ from streamwrite.reader import ParquetFile
 __all__ = ["main"]
 
 
-def _name(value: int | None, enum: type[t.Type] | type[t.Encoding] | type[t.CompressionCodec]) -> str | None:
+_Enum = type[t.Type] | type[t.Encoding] | type[t.CompressionCodec]
+
+
+def _name(value: int | None, enum: _Enum) -> str | None:
     if value is None:
         return None
     try:
@@ -77,8 +80,12 @@ def describe(pf: ParquetFile) -> dict[str, Any]:
                         "is_max_value_exact": stats.is_max_value_exact,
                     },
                     "bloom_filter": meta.bloom_filter_offset is not None,
+                    "bloom_filter_offset": meta.bloom_filter_offset,
+                    "bloom_filter_length": meta.bloom_filter_length,
                     "column_index": chunk.column_index_offset is not None,
+                    "column_index_offset": chunk.column_index_offset,
                     "offset_index": chunk.offset_index_offset is not None,
+                    "offset_index_offset": chunk.offset_index_offset,
                 }
             )
         row_groups.append(
@@ -108,30 +115,36 @@ def describe(pf: ParquetFile) -> dict[str, Any]:
 
 def _print_text(info: dict[str, Any]) -> None:
     print(f"created_by: {info['created_by']}")
-    print(f"rows: {info['num_rows']}  row groups: {info['num_row_groups']}  "
-          f"footer at byte {info['footer_offset']}")
+    print(
+        f"rows: {info['num_rows']}  row groups: {info['num_row_groups']}  "
+        f"footer at byte {info['footer_offset']}"
+    )
     for key, value in info["key_value_metadata"].items():
         print(f"metadata {key}: {value}")
     print("schema:")
     for c in info["schema"]:
         print(f"  {c['name']}: {c['arrow_type']} ({c['physical_type']}, {c['repetition']})")
     for rg in info["row_groups"]:
-        print(f"row group {rg['index']}: {rg['num_rows']} rows, "
-              f"{rg['total_compressed_size']} bytes at {rg['file_offset']}")
+        print(
+            f"row group {rg['index']}: {rg['num_rows']} rows, "
+            f"{rg['total_compressed_size']} bytes at {rg['file_offset']}"
+        )
         for ch in rg["columns"]:
             if ch.get("encrypted"):
                 print(f"  {ch['column']}: encrypted")
                 continue
             stats = ch["statistics"] or {}
             extras = [name for name in ("bloom_filter", "column_index", "offset_index") if ch[name]]
-            print(f"  {ch['column']}: {ch['codec']} {'/'.join(ch['encodings'])} "
-                  f"{ch['compressed_size']}/{ch['uncompressed_size']} bytes, "
-                  f"nulls={stats.get('null_count')} min={stats.get('min_value')} "
-                  f"max={stats.get('max_value')} {' '.join(extras)}")
+            print(
+                f"  {ch['column']}: {ch['codec']} {'/'.join(ch['encodings'])} "
+                f"{ch['compressed_size']}/{ch['uncompressed_size']} bytes, "
+                f"nulls={stats.get('null_count')} min={stats.get('min_value')} "
+                f"max={stats.get('max_value')} {' '.join(extras)}"
+            )
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    with ParquetFile(args.file) as pf:
+    with ParquetFile(args.file) as pf:  # opening checks the footer and the schema
         info = describe(pf)
     if args.json:
         print(json.dumps(info, indent=2))
@@ -147,8 +160,10 @@ def _verify(args: argparse.Namespace) -> int:
     for problem in report.problems:
         print(f"PROBLEM {problem}")
     status = "OK" if report.ok else "FAILED"
-    print(f"{status}: {report.num_row_groups} row groups, {report.num_pages} pages checked, "
-          f"{len(report.problems)} problems")
+    print(
+        f"{status}: {report.num_row_groups} row groups, {report.num_pages} pages checked, "
+        f"{len(report.problems)} problems"
+    )
     return 0 if report.ok else 1
 
 

@@ -17,14 +17,23 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
+import numpy as np
 import pyarrow as pa
 
-from streamwrite.errors import CorruptFileError, FormatError, SchemaError, UnsupportedError
+from streamwrite.errors import (
+    ConfigError,
+    CorruptFileError,
+    FormatError,
+    LimitError,
+    SchemaError,
+    StreamwriteError,
+    UnsupportedError,
+)
 from streamwrite.format import structs as t
 from streamwrite.format.thrift import deserialize
 from streamwrite.options import ReadOptions
 from streamwrite.schema import ColumnSpec, ParquetSchema, from_physical, parquet_to_arrow
-from workers.decode import DecodedChunk, decode_chunk
+from workers.decode import KERNEL_ERRORS, DecodedChunk, PageInfo, concat_values, decode_chunk
 
 __all__ = ["ParquetFile", "read_table"]
 
@@ -44,14 +53,13 @@ class _Bytes:
         if isinstance(source, bytes | bytearray | memoryview):
             self._buffer = memoryview(source).cast("B")
             self.size = len(self._buffer)
-        elif hasattr(source, "read"):
-            self._file = source  # type: ignore[assignment]
-            assert self._file is not None
-            self.size = self._file.seek(0, os.SEEK_END)
-        else:
-            self._file = open(Path(source), "rb")  # type: ignore[arg-type]  # noqa: SIM115
+        elif isinstance(source, str | os.PathLike):
+            self._file = open(Path(source), "rb")  # noqa: SIM115
             self._owned = True
             self.size = os.fstat(self._file.fileno()).st_size
+        else:
+            self._file = source
+            self.size = source.seek(0, os.SEEK_END)
 
     def read(self, offset: int, size: int) -> memoryview:
         if offset < 0 or size < 0 or offset + size > self.size:
@@ -81,9 +89,13 @@ def _read_footer(source: _Bytes) -> tuple[t.FileMetaData, int]:
     tail = bytes(source.read(source.size - 8, 8))
     magic = tail[4:]
     if magic == ENCRYPTED_MAGIC:
-        raise UnsupportedError("The file has an encrypted footer (PARE); decryption is not supported yet.")
+        raise UnsupportedError(
+            "The file has an encrypted footer (PARE magic); decryption is not supported yet."
+        )
     if magic != MAGIC or bytes(source.read(0, 4)) != MAGIC:
-        raise CorruptFileError("The file does not start and end with the PAR1 magic.", source.size - 4)
+        raise CorruptFileError(
+            "The file does not start and end with the PAR1 magic.", source.size - 4
+        )
     footer_size = int.from_bytes(tail[:4], "little")
     footer_offset = source.size - 8 - footer_size
     if footer_size == 0 or footer_offset < 4:
@@ -94,8 +106,51 @@ def _read_footer(source: _Bytes) -> tuple[t.FileMetaData, int]:
     try:
         metadata, _ = deserialize(t.FileMetaData, source.read(footer_offset, footer_size))
     except FormatError as exc:
-        raise CorruptFileError(f"The footer (FileMetaData) does not decode: {exc}", footer_offset) from exc
+        raise CorruptFileError(
+            f"The footer (FileMetaData) does not decode: {exc}", footer_offset
+        ) from exc
+    except KERNEL_ERRORS as exc:
+        raise CorruptFileError(
+            f"The footer (FileMetaData) does not decode ({type(exc).__name__}: {exc}).",
+            footer_offset,
+        ) from exc
     return metadata, footer_offset
+
+
+def _check_not_encrypted(metadata: t.FileMetaData) -> None:
+    """Raise UnsupportedError for a plaintext-footer encrypted file (footer ends in PAR1)."""
+    encrypted = metadata.encryption_algorithm is not None or any(
+        chunk.crypto_metadata is not None or chunk.encrypted_column_metadata is not None
+        for row_group in metadata.row_groups or []
+        for chunk in row_group.columns or []
+    )
+    if encrypted:
+        raise UnsupportedError(
+            "The file is encrypted (plaintext footer with encrypted columns); decryption is "
+            "not supported yet."
+        )
+
+
+_PARQUET_816_FIXED = (1, 2, 9)
+_MAX_DICTIONARY_HEADER_SIZE = 100
+
+
+def _needs_parquet_816_padding(created_by: str | None) -> bool:
+    """parquet-mr up to 1.2.8 left the dictionary page header out of a chunk's size.
+
+    Readers (parquet-cpp ``ComputeColumnChunkRange``) add up to 100 bytes to such chunks.
+    """
+    if not created_by:
+        return False
+    application, _, rest = created_by.lower().partition(" version ")
+    if application.strip() != "parquet-mr":
+        return False
+    numbers = []
+    for part in rest.split("(")[0].strip().split(".")[:3]:
+        digits = "".join(ch for ch in part if ch.isdigit())
+        numbers.append(int(digits) if digits else 0)
+    numbers += [0] * (3 - len(numbers))
+    return tuple(numbers) < _PARQUET_816_FIXED
 
 
 class ParquetFile:
@@ -104,11 +159,14 @@ class ParquetFile:
     Args:
         source: a path, a binary file object, or the file's bytes.
         verify_checksums: check the CRC32 of every page that has one.
-        max_decompressed_page_size: refuse pages claiming more uncompressed bytes.
+        max_decompressed_page_size: refuse pages claiming more uncompressed bytes (default
+            ``DEFAULT_MAX_DECOMPRESSED_PAGE_SIZE``, 256 MiB); it also caps the values one page
+            may claim at a eighth of it.
 
     Raises:
         CorruptFileError: the file is not valid Parquet (with the offset of the damage).
-        UnsupportedError: nested schemas or encrypted footers.
+        UnsupportedError: nested schemas, encrypted files.
+        ConfigError: a non-positive ``max_decompressed_page_size``.
     """
 
     def __init__(
@@ -118,20 +176,26 @@ class ParquetFile:
         verify_checksums: bool = True,
         max_decompressed_page_size: int | None = None,
     ) -> None:
-        base = ReadOptions()
+        if max_decompressed_page_size is None:
+            max_decompressed_page_size = ReadOptions().max_decompressed_page_size
+        if not isinstance(max_decompressed_page_size, int) or max_decompressed_page_size < 1:
+            raise ConfigError(
+                "max_decompressed_page_size must be a positive integer, "
+                f"got {max_decompressed_page_size!r}."
+            )
         self._options = ReadOptions(
             verify_checksums=verify_checksums,
-            max_decompressed_page_size=(
-                max_decompressed_page_size or base.max_decompressed_page_size
-            ),
+            max_decompressed_page_size=max_decompressed_page_size,
         )
         self._source = _Bytes(source)
         try:
             self.metadata, self.footer_offset = _read_footer(self._source)
+            _check_not_encrypted(self.metadata)
             self._schema = self._make_schema()
         except BaseException:
             self._source.close()
             raise
+        self._pad_chunks = _needs_parquet_816_padding(self.metadata.created_by)
 
     def _make_schema(self) -> ParquetSchema:
         metadata = self.metadata
@@ -142,7 +206,16 @@ class ParquetFile:
         except UnsupportedError:
             raise
         except (SchemaError, FormatError) as exc:
-            raise CorruptFileError(f"The schema in the footer is invalid: {exc}", self.footer_offset) from exc
+            raise CorruptFileError(
+                f"The schema in the footer is invalid: {exc}", self.footer_offset
+            ) from exc
+        except (*KERNEL_ERRORS, pa.ArrowException, OSError) as exc:
+            # pyarrow raises a bare OSError for a damaged ARROW:schema flatbuffer; no I/O
+            # happens here, so an OSError can only be about the footer's bytes.
+            raise CorruptFileError(
+                f"The schema in the footer is invalid ({type(exc).__name__}: {exc}).",
+                self.footer_offset,
+            ) from exc
         for i, row_group in enumerate(metadata.row_groups or []):
             if len(row_group.columns or []) != len(schema.columns):
                 raise CorruptFileError(
@@ -180,59 +253,116 @@ class ParquetFile:
         """``size`` bytes at absolute ``offset``, checked to lie inside the file."""
         return self._source.read(offset, size)
 
-    def decode_column_chunk(self, i: int, spec: ColumnSpec) -> DecodedChunk:
-        """Decode the pages of column ``spec`` in row group ``i`` (physical values, levels, pages).
+    def chunk_range(self, i: int, spec: ColumnSpec) -> tuple[int, int]:
+        """``(offset, size)`` of the pages of column ``spec`` in row group ``i``, checked.
 
         Raises:
-            CorruptFileError, LimitError, UnsupportedError: as for :meth:`read_row_group`.
+            CorruptFileError: the range does not lie between the magic and the footer.
+            UnsupportedError: the chunk's metadata is encrypted.
         """
-        row_group = (self.metadata.row_groups or [])[i]
-        chunk = (row_group.columns or [])[spec.index]
-        meta = chunk.meta_data
-        if meta is None:
-            raise UnsupportedError(
-                f"Column {spec.name!r} of row group {i} has encrypted metadata."
-            )
+        meta = self._chunk_meta(i, spec)
         start = meta.data_page_offset
         dictionary = meta.dictionary_page_offset
         if dictionary is not None and 0 < dictionary < (start or 0):
             start = dictionary
         size = meta.total_compressed_size
-        if start is None or size is None or start < 4 or size < 0 or start + size > self.footer_offset:
+        if (
+            start is None
+            or size is None
+            or start < 4
+            or size < 0
+            or start + size > self.footer_offset
+        ):
+            end = None if start is None or size is None else start + size
             raise CorruptFileError(
-                f"Column {spec.name!r} of row group {i} claims bytes "
-                f"[{start}, {None if start is None or size is None else start + size}) "
-                f"outside the data of the file.",
+                f"Column {spec.name!r} of row group {i} claims bytes [{start}, {end}) outside "
+                "the data of the file.",
                 self.footer_offset,
             )
-        decoded = decode_chunk(
-            self._source.read(start, size),
-            start,
-            meta,
-            type_length=spec.type_length,
-            max_definition_level=spec.max_definition_level,
-            verify_checksums=self._options.verify_checksums,
-            max_decompressed_page_size=self._options.max_decompressed_page_size,
-        )
-        if row_group.num_rows is not None and decoded.num_rows != row_group.num_rows:
+        if self._pad_chunks:
+            size += min(_MAX_DICTIONARY_HEADER_SIZE, self.footer_offset - (start + size))
+        return start, size
+
+    def _chunk_meta(self, i: int, spec: ColumnSpec) -> t.ColumnMetaData:
+        row_groups = self.metadata.row_groups or []
+        if not 0 <= i < len(row_groups):
+            raise IndexError(f"Row group {i} does not exist; the file has {len(row_groups)}.")
+        meta = (row_groups[i].columns or [])[spec.index].meta_data
+        if meta is None:
+            raise UnsupportedError(
+                f"Column {spec.name!r} of row group {i} has no plaintext ColumnMetaData "
+                "(encrypted); decryption is not supported yet."
+            )
+        return meta
+
+    def decode_column_chunk(self, i: int, spec: ColumnSpec) -> DecodedChunk:
+        """Decode the pages of column ``spec`` in row group ``i`` (physical values, levels, pages).
+
+        Returns:
+            The chunk's non-null physical values, definition levels and page list.
+
+        Raises:
+            IndexError: ``i`` is not a row group of the file.
+            CorruptFileError, LimitError, UnsupportedError: as for :meth:`read_row_group`.
+        """
+        meta = self._chunk_meta(i, spec)
+        where = f"Column {spec.name!r} of row group {i}"
+        if meta.type != spec.physical_type:
             raise CorruptFileError(
-                f"Column {spec.name!r} of row group {i} has {decoded.num_rows} rows, "
-                f"the row group {row_group.num_rows}.",
+                f"{where} has physical type {meta.type} in its metadata but "
+                f"{spec.physical_type.name} in the schema.",
+                self.footer_offset,
+            )
+        num_rows = (self.metadata.row_groups or [])[i].num_rows
+        if meta.num_values == 0:
+            # Nothing to read: some writers give empty chunks no valid page offsets at all.
+            decoded = DecodedChunk(
+                values=concat_values([], spec.physical_type, spec.type_length),
+                def_levels=np.zeros(0, dtype=np.uint8) if spec.max_definition_level else None,
+                num_rows=0,
+                pages=[],
+            )
+            start = self.footer_offset
+        else:
+            start, size = self.chunk_range(i, spec)
+            decoded = decode_chunk(
+                self._source.read(start, size),
                 start,
+                meta,
+                type_length=spec.type_length,
+                max_definition_level=spec.max_definition_level,
+                verify_checksums=self._options.verify_checksums,
+                max_decompressed_page_size=self._options.max_decompressed_page_size,
+                where=where,
+            )
+        if num_rows is not None and decoded.num_rows != num_rows:
+            raise CorruptFileError(
+                f"{where} has {decoded.num_rows} rows, the row group {num_rows}.", start
             )
         return decoded
 
-    def _read_column(self, spec: ColumnSpec, rg_index: int) -> pa.Array:
-        decoded = self.decode_column_chunk(rg_index, spec)
+    def _read_column(self, spec: ColumnSpec, i: int) -> pa.Array:
+        decoded = self.decode_column_chunk(i, spec)
+        pages: list[PageInfo] = decoded.pages
+        offset = pages[0].offset if pages else self.footer_offset
+        where = f"Column {spec.name!r} of row group {i}"
         try:
-            return from_physical(decoded.values, decoded.def_levels, decoded.num_rows, spec)
-        except (SchemaError, FormatError, pa.ArrowInvalid) as exc:
-            if isinstance(exc, UnsupportedError):
-                raise
+            return from_physical(
+                decoded.values, decoded.def_levels, decoded.num_rows, spec, validate=True
+            )
+        except (UnsupportedError, LimitError):
+            raise
+        except StreamwriteError as exc:
             raise CorruptFileError(
-                f"Column {spec.name!r} of row group {rg_index} holds values that do not fit "
-                f"its type: {exc}",
-                self.footer_offset,
+                f"{where} holds values that do not fit its type {spec.field.type}: {exc}", offset
+            ) from exc
+        except MemoryError as exc:
+            raise LimitError(f"{where} needs more memory than is available.") from exc
+        except (*KERNEL_ERRORS, pa.ArrowException) as exc:
+            raise CorruptFileError(
+                f"{where} holds values that do not fit its type {spec.field.type} "
+                f"({type(exc).__name__}: {exc}).",
+                offset,
             ) from exc
 
     def read_row_group(self, i: int, columns: Sequence[str] | None = None) -> pa.Table:
@@ -243,6 +373,7 @@ class ParquetFile:
 
         Raises:
             IndexError: ``i`` is not a row group of the file.
+            SchemaError: ``columns`` names a column the file does not have.
             CorruptFileError, LimitError, UnsupportedError: as for the constructor.
         """
         row_groups = self.metadata.row_groups or []
@@ -250,6 +381,12 @@ class ParquetFile:
             raise IndexError(f"Row group {i} does not exist; the file has {len(row_groups)}.")
         specs = self._columns(columns)
         arrays = [self._read_column(spec, i) for spec in specs]
+        lengths = {len(array) for array in arrays}
+        if len(lengths) > 1:
+            raise CorruptFileError(
+                f"The columns of row group {i} have different row counts {sorted(lengths)}.",
+                self.footer_offset,
+            )
         return pa.Table.from_arrays(arrays, schema=pa.schema([spec.field for spec in specs]))
 
     def read(self, columns: Sequence[str] | None = None) -> pa.Table:
@@ -292,6 +429,8 @@ def read_table(
         CorruptFileError: damaged file (ChecksumError for a CRC mismatch), with the offset.
         LimitError: a page over the decompressed size limit.
         UnsupportedError: nested schemas, encrypted files, LZO.
+        SchemaError: ``columns`` names a column the file does not have.
+        ConfigError: a non-positive ``max_decompressed_page_size``.
     """
     with ParquetFile(
         source,
@@ -299,4 +438,3 @@ def read_table(
         max_decompressed_page_size=max_decompressed_page_size,
     ) as pf:
         return pf.read(columns)
-

@@ -1,14 +1,18 @@
 """``verify``: walk every page of a Parquet file and check it against its metadata.
 
 Checks, per column chunk: every page header decodes, sizes fit, CRC32s match (when present),
-pages decode, the rows add up to the row group's; the OffsetIndex lists exactly the data pages
-found (offset, size including header, first row); the ColumnIndex has one entry per data page
-with matching null pages and null counts; the bloom filter header decodes, its bitset lies in
-the file, and every value of the chunk is found in it (a bloom filter has no false negatives).
+pages decode, the rows add up to the row group's; the chunk Statistics (``null_count``, and
+``min_value``/``max_value`` under the column's sort order) bound the decoded values; the
+OffsetIndex lists exactly the data pages found (offset, size including header, first row); the
+ColumnIndex has one entry per data page with matching null pages and null counts; the bloom
+filter header decodes, its bitset lies in the file, and every value of the chunk is found in it
+(a bloom filter has no false negatives). Every problem names the absolute byte offset involved.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,10 +22,15 @@ from streamwrite.format import structs as t
 from streamwrite.format.enums import PageType
 from streamwrite.format.thrift import deserialize
 from streamwrite.reader import ParquetFile, Source
+from streamwrite.schema import ColumnSpec
 from workers.bloom import SplitBlockBloomFilter, hash_values
-from workers.decode import DecodedChunk
+from workers.decode import KERNEL_ERRORS, DecodedChunk, PageInfo
+from workers.stats import SortOrder, compute_stats, decode_stat
 
 __all__ = ["VerifyReport", "verify_file"]
+
+_MAX_BLOOM_FILTER_SIZE = 128 * 1024 * 1024 + 64
+"""A bloom filter header plus bitset larger than this is refused (spec maximum is 128 MiB)."""
 
 
 @dataclass
@@ -38,65 +47,154 @@ class VerifyReport:
         return not self.problems
 
 
-def _check_offset_index(pf: ParquetFile, chunk: t.ColumnChunk, decoded: DecodedChunk, where: str) -> list[str]:
-    if chunk.offset_index_offset is None:
+def _data_pages(decoded: DecodedChunk) -> list[PageInfo]:
+    return [p for p in decoded.pages if p.page_type != PageType.DICTIONARY_PAGE]
+
+
+def _check_offset_index(
+    pf: ParquetFile, chunk: t.ColumnChunk, decoded: DecodedChunk, where: str
+) -> list[str]:
+    offset = chunk.offset_index_offset
+    if offset is None:
         return []
-    index, _ = deserialize(
-        t.OffsetIndex, pf.read_bytes(chunk.offset_index_offset, chunk.offset_index_length or 0)
-    )
-    data_pages = [p for p in decoded.pages if p.page_type != PageType.DICTIONARY_PAGE]
+    index, _ = deserialize(t.OffsetIndex, pf.read_bytes(offset, chunk.offset_index_length or 0))
+    at = f"{where}: OffsetIndex at byte offset {offset}"
+    data_pages = _data_pages(decoded)
     locations = index.page_locations or []
     if len(locations) != len(data_pages):
-        return [f"{where}: OffsetIndex lists {len(locations)} pages, the chunk has {len(data_pages)}."]
+        return [f"{at} lists {len(locations)} pages, the chunk has {len(data_pages)}."]
     problems = []
     first_row = 0
     for n, (location, page) in enumerate(zip(locations, data_pages, strict=True)):
         expected = (page.offset, page.size, first_row)
         found = (location.offset, location.compressed_page_size, location.first_row_index)
         if found != expected:
-            problems.append(f"{where}: OffsetIndex page {n} is {found}, the page is {expected}.")
+            problems.append(
+                f"{at}: page {n} is (offset, size, first row) {found}, but the page at byte "
+                f"offset {page.offset} is {expected}."
+            )
         first_row += page.num_rows
     return problems
 
 
-def _check_column_index(pf: ParquetFile, chunk: t.ColumnChunk, decoded: DecodedChunk, where: str) -> list[str]:
-    if chunk.column_index_offset is None:
+def _check_column_index(
+    pf: ParquetFile, chunk: t.ColumnChunk, decoded: DecodedChunk, where: str
+) -> list[str]:
+    offset = chunk.column_index_offset
+    if offset is None:
         return []
-    index, _ = deserialize(
-        t.ColumnIndex, pf.read_bytes(chunk.column_index_offset, chunk.column_index_length or 0)
-    )
-    data_pages = [p for p in decoded.pages if p.page_type != PageType.DICTIONARY_PAGE]
+    index, _ = deserialize(t.ColumnIndex, pf.read_bytes(offset, chunk.column_index_length or 0))
+    at = f"{where}: ColumnIndex at byte offset {offset}"
+    data_pages = _data_pages(decoded)
     null_pages = index.null_pages or []
     if len(null_pages) != len(data_pages):
-        return [f"{where}: ColumnIndex has {len(null_pages)} pages, the chunk has {len(data_pages)}."]
+        return [f"{at} has {len(null_pages)} pages, the chunk has {len(data_pages)}."]
+    null_counts = index.null_counts
+    if null_counts is not None and len(null_counts) != len(data_pages):
+        return [f"{at} has {len(null_counts)} null counts for {len(data_pages)} pages."]
     problems = []
     for n, page in enumerate(data_pages):
         if bool(null_pages[n]) != (page.num_nulls == page.num_rows and page.num_rows > 0):
-            problems.append(f"{where}: ColumnIndex null_pages[{n}] is {null_pages[n]}.")
-        if index.null_counts is not None and index.null_counts[n] != page.num_nulls:
             problems.append(
-                f"{where}: ColumnIndex null_counts[{n}] is {index.null_counts[n]}, "
-                f"the page has {page.num_nulls} nulls."
+                f"{at}: null_pages[{n}] is {null_pages[n]} for the page at byte offset "
+                f"{page.offset} with {page.num_nulls} nulls in {page.num_rows} rows."
+            )
+        if null_counts is not None and null_counts[n] != page.num_nulls:
+            problems.append(
+                f"{at}: null_counts[{n}] is {null_counts[n]}, the page at byte offset "
+                f"{page.offset} has {page.num_nulls} nulls."
             )
     return problems
 
 
-def _check_bloom_filter(pf: ParquetFile, meta: t.ColumnMetaData, decoded: DecodedChunk, where: str) -> list[str]:
-    if meta.bloom_filter_offset is None:
+def _check_bloom_filter(
+    pf: ParquetFile, meta: t.ColumnMetaData, spec: ColumnSpec, decoded: DecodedChunk, where: str
+) -> list[str]:
+    offset = meta.bloom_filter_offset
+    if offset is None:
         return []
-    available = pf.footer_offset - meta.bloom_filter_offset
-    length = meta.bloom_filter_length or min(available, 64 * 1024 * 1024 + 64)
-    data = pf.read_bytes(meta.bloom_filter_offset, length)
+    at = f"{where}: bloom filter at byte offset {offset}"
+    available = pf.footer_offset - offset
+    length = meta.bloom_filter_length or min(available, _MAX_BLOOM_FILTER_SIZE)
+    data = pf.read_bytes(offset, length)
     header, end = deserialize(t.BloomFilterHeader, data)
-    if header.numBytes is None or end + header.numBytes > len(data):
-        return [f"{where}: bloom filter bitset runs past its bytes."]
+    if header.numBytes is None or header.numBytes < 0 or end + header.numBytes > len(data):
+        return [f"{at}: its bitset of {header.numBytes} bytes runs past its {len(data)} bytes."]
     bloom = SplitBlockBloomFilter.from_bitset(bytes(data[end : end + header.numBytes]))
-    assert meta.type is not None
-    hashes = hash_values(decoded.values, t.Type(meta.type))
+    hashes = hash_values(decoded.values, spec.physical_type)
     missing = int(np.count_nonzero(~bloom.check_hashes(hashes)))
     if missing:
-        return [f"{where}: {missing} values of the chunk are missing from its bloom filter."]
+        return [f"{at}: {missing} values of the chunk are missing from it."]
     return []
+
+
+def _check_statistics(
+    meta: t.ColumnMetaData, spec: ColumnSpec, decoded: DecodedChunk, where: str
+) -> list[str]:
+    stats = meta.statistics
+    if stats is None:
+        return []
+    at = f"{where}: Statistics in the footer"
+    problems = []
+    nulls = decoded.num_rows - len(decoded.values)
+    if stats.null_count is not None and stats.null_count != nulls:
+        problems.append(f"{at} say {stats.null_count} nulls, the chunk has {nulls}.")
+    order = spec.sort_order
+    if order == SortOrder.UNDEFINED or (stats.min_value is None and stats.max_value is None):
+        return problems
+    actual = compute_stats(decoded.values, spec.physical_type, order)
+    if actual.min_value is None or actual.max_value is None:
+        return problems
+    low = decode_stat(actual.min_value, order, spec.physical_type)
+    high = decode_stat(actual.max_value, order, spec.physical_type)
+    if stats.min_value is not None:
+        bound = decode_stat(stats.min_value, order, spec.physical_type)
+        if not _is_nan(bound) and bound > low:
+            problems.append(f"{at}: min_value {bound!r} is above the smallest value {low!r}.")
+    if stats.max_value is not None:
+        bound = decode_stat(stats.max_value, order, spec.physical_type)
+        if not _is_nan(bound) and bound < high:
+            problems.append(f"{at}: max_value {bound!r} is below the largest value {high!r}.")
+    return problems
+
+
+def _is_nan(value: object) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _run_check(check: Callable[[], list[str]], what: str, where: str) -> list[str]:
+    """Run one check; metadata too damaged to check is itself a problem."""
+    try:
+        return check()
+    except StreamwriteError as exc:
+        return [f"{where}: the {what} cannot be checked: {exc}"]
+    except KERNEL_ERRORS as exc:
+        return [f"{where}: the {what} cannot be checked ({type(exc).__name__}: {exc})."]
+
+
+def _verify_chunk(pf: ParquetFile, i: int, spec: ColumnSpec, report: VerifyReport) -> None:
+    where = f"row group {i} column {spec.name!r}"
+    chunk = ((pf.metadata.row_groups or [])[i].columns or [])[spec.index]
+    try:
+        decoded = pf.decode_column_chunk(i, spec)
+    except StreamwriteError as exc:
+        report.problems.append(f"{where}: {exc}")
+        return
+    report.num_pages += len(decoded.pages)
+    meta = chunk.meta_data
+    assert meta is not None  # decode_column_chunk raised otherwise
+    report.problems += _run_check(
+        lambda: _check_statistics(meta, spec, decoded, where), "statistics", where
+    )
+    report.problems += _run_check(
+        lambda: _check_offset_index(pf, chunk, decoded, where), "OffsetIndex", where
+    )
+    report.problems += _run_check(
+        lambda: _check_column_index(pf, chunk, decoded, where), "ColumnIndex", where
+    )
+    report.problems += _run_check(
+        lambda: _check_bloom_filter(pf, meta, spec, decoded, where), "bloom filter", where
+    )
 
 
 def verify_file(source: Source) -> VerifyReport:
@@ -113,17 +211,7 @@ def verify_file(source: Source) -> VerifyReport:
         return report
     with pf:
         report.num_row_groups = pf.num_row_groups
-        for i, row_group in enumerate(pf.metadata.row_groups or []):
+        for i in range(pf.num_row_groups):
             for spec in pf.parquet_schema.columns:
-                where = f"row group {i} column {spec.name!r}"
-                chunk = (row_group.columns or [])[spec.index]
-                try:
-                    decoded = pf.decode_column_chunk(i, spec)
-                    report.num_pages += len(decoded.pages)
-                    assert chunk.meta_data is not None
-                    report.problems += _check_offset_index(pf, chunk, decoded, where)
-                    report.problems += _check_column_index(pf, chunk, decoded, where)
-                    report.problems += _check_bloom_filter(pf, chunk.meta_data, decoded, where)
-                except StreamwriteError as exc:
-                    report.problems.append(f"{where}: {exc}")
+                _verify_chunk(pf, i, spec, report)
     return report

@@ -6,15 +6,24 @@ checking every size against the bytes at hand before using it:
 - each ``PageHeader`` is decoded with the bounded Thrift decoder;
 - ``compressed_page_size`` must fit in the chunk, ``uncompressed_page_size`` must not exceed
   ``max_decompressed_page_size``, and decompression must produce exactly that many bytes;
-- the CRC32 of the stored body is checked when the header has one and checking is on;
-- a page may not hold more values than the chunk has left.
+- a page may not claim more values than ``max_decompressed_page_size // 8`` (a run-length
+  encoded page of a few bytes could otherwise make the kernels allocate billions of values),
+  nor more than the chunk has left;
+- the CRC32 of the stored body is checked when the header has one and checking is on.
 
-Every problem raises a :class:`~streamwrite.errors.CorruptFileError` carrying the absolute file
-offset of the page (or a more specific FormatError/LimitError/UnsupportedError subclass).
+Repetition levels of a V2 page are skipped: the schema is flat (max repetition level 0), so
+they carry no information (some writers still store a run of zeros).
+
+Every problem raises a :class:`~streamwrite.errors.CorruptFileError` whose message names the
+column and row group and which carries the absolute file offset of the page (or a more specific
+ChecksumError / LimitError / UnsupportedError). Exceptions a kernel lets escape on malformed
+bytes (IndexError, struct.error, OverflowError, ...) are turned into CorruptFileError here, at
+the page, where the column and offset are known.
 """
 
 from __future__ import annotations
 
+import struct
 import zlib
 from dataclasses import dataclass
 from typing import Any
@@ -24,9 +33,11 @@ import numpy.typing as npt
 
 from streamwrite.errors import (
     ChecksumError,
+    ConfigError,
     CorruptFileError,
     FormatError,
     LimitError,
+    SchemaError,
     UnsupportedError,
 )
 from streamwrite.format import structs as t
@@ -39,9 +50,32 @@ from workers.encoding.rle_hybrid import decode_levels_v1, decode_rle_hybrid
 from workers.encodings import decode_values
 from workers.values import BinaryValues
 
-__all__ = ["DecodedChunk", "PageInfo", "concat_values", "decode_chunk"]
+__all__ = ["DecodedChunk", "PageInfo", "concat_values", "decode_chunk", "max_page_values"]
 
 _DICTIONARY_ENCODINGS = (Encoding.PLAIN_DICTIONARY, Encoding.RLE_DICTIONARY)
+_DATA_PAGES = (PageType.DATA_PAGE, PageType.DATA_PAGE_V2)
+
+KERNEL_ERRORS: tuple[type[Exception], ...] = (
+    IndexError,
+    KeyError,
+    ValueError,
+    TypeError,
+    struct.error,
+    OverflowError,
+    ZeroDivisionError,
+    RecursionError,
+)
+"""What numpy and the kernels may raise on malformed bytes; callers catch StreamwriteError
+(a ValueError) before this tuple."""
+
+
+def max_page_values(max_decompressed_page_size: int) -> int:
+    """The most values (rows) one page may claim under a decompressed page size limit.
+
+    Decoding ``n`` values allocates about ``8 * n`` bytes (levels, indices, values), so this
+    keeps a page's decoded memory within a small multiple of the limit.
+    """
+    return max(max_decompressed_page_size // 8, 1024)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +99,15 @@ class DecodedChunk:
     pages: list[PageInfo]
 
 
+_EMPTY = {
+    Type.BOOLEAN: np.dtype(np.bool_),
+    Type.INT32: np.dtype(np.int32),
+    Type.INT64: np.dtype(np.int64),
+    Type.FLOAT: np.dtype(np.float32),
+    Type.DOUBLE: np.dtype(np.float64),
+}
+
+
 def concat_values(parts: list[Any], physical_type: Type, type_length: int | None) -> Any:
     """Concatenate per-page values of one physical type into one array / BinaryValues."""
     if physical_type == Type.BYTE_ARRAY:
@@ -83,19 +126,14 @@ def concat_values(parts: list[Any], physical_type: Type, type_length: int | None
             np.concatenate(offsets),
             np.concatenate(datas) if datas else np.zeros(0, dtype=np.uint8),
         )
+    if len(parts) == 1:
+        return parts[0]
     if parts:
         return np.concatenate(parts)
-    empty = {
-        Type.BOOLEAN: np.zeros(0, dtype=np.bool_),
-        Type.INT32: np.zeros(0, dtype=np.int32),
-        Type.INT64: np.zeros(0, dtype=np.int64),
-        Type.FLOAT: np.zeros(0, dtype=np.float32),
-        Type.DOUBLE: np.zeros(0, dtype=np.float64),
-        Type.INT96: np.zeros((0, 12), dtype=np.uint8),
-    }
-    if physical_type in empty:
-        return empty[physical_type]
-    return np.zeros((0, type_length or 0), dtype=np.uint8)
+    if physical_type in _EMPTY:
+        return np.zeros(0, dtype=_EMPTY[physical_type])
+    width = 12 if physical_type == Type.INT96 else (type_length or 0)
+    return np.zeros((0, width), dtype=np.uint8)
 
 
 def _crc_ok(body: memoryview, crc: int) -> bool:
@@ -108,6 +146,8 @@ class _ChunkDecoder:
         buf: memoryview,
         chunk_offset: int,
         meta: t.ColumnMetaData,
+        physical_type: Type,
+        where: str,
         type_length: int | None,
         max_definition_level: int,
         verify_checksums: bool,
@@ -116,38 +156,50 @@ class _ChunkDecoder:
         self.buf = buf
         self.chunk_offset = chunk_offset
         self.codec = meta.codec if meta.codec is not None else CompressionCodec.UNCOMPRESSED
-        self.physical_type = Type(meta.type) if meta.type in Type._value2member_map_ else None
-        if self.physical_type is None:
-            raise CorruptFileError(f"Unknown physical type {meta.type}.", chunk_offset)
+        self.physical_type = physical_type
+        self.where = where
         self.type_length = type_length
         self.max_def = max_definition_level
+        self.level_width = max_definition_level.bit_length()
         self.verify = verify_checksums
         self.max_size = max_decompressed_page_size
+        self.max_values = max_page_values(max_decompressed_page_size)
         self.dictionary: Any = None
-        self.name = ".".join(meta.path_in_schema or ["?"])
 
-    def error(self, message: str, offset: int) -> CorruptFileError:
-        return CorruptFileError(f"Column {self.name!r}: {message}", self.chunk_offset + offset)
+    def error(self, message: str, pos: int) -> CorruptFileError:
+        return CorruptFileError(f"{self.where}: {message}", self.chunk_offset + pos)
 
-    def decompress(self, data: memoryview, size: int, offset: int) -> bytes:
-        if size < 0:
-            raise self.error(f"negative uncompressed page size {size}.", offset)
+    def decompress(self, data: memoryview, size: int | None, pos: int) -> bytes | memoryview:
+        if size is None or size < 0:
+            raise self.error(f"invalid uncompressed page size {size}.", pos)
         if size > self.max_size:
             raise LimitError(
-                f"Column {self.name!r}: a page at byte offset {self.chunk_offset + offset} "
-                f"claims {size} uncompressed bytes, over the limit of {self.max_size}."
+                f"{self.where}: the page at byte offset {self.chunk_offset + pos} claims {size} "
+                f"uncompressed bytes, over the limit of {self.max_size} "
+                "(max_decompressed_page_size)."
             )
+        if self.codec == CompressionCodec.UNCOMPRESSED:
+            if len(data) != size:
+                raise self.error(
+                    f"uncompressed page holds {len(data)} bytes, its header says {size}.", pos
+                )
+            return data  # no copy
+        if size == 0 and len(data) == 0:
+            return b""  # an empty page (some writers do not compress nothing)
         try:
             return decompress(self.codec, data, size, max_size=self.max_size)
-        except UnsupportedError:
+        except (UnsupportedError, LimitError):
             raise
-        except (FormatError, LimitError) as exc:
-            raise self.error(f"page does not decompress: {exc}", offset) from exc
+        except (FormatError, ConfigError) as exc:
+            raise self.error(f"page does not decompress: {exc}", pos) from exc
 
-    def levels(self, data: bytes | memoryview, count: int, encoding: int, v1: bool) -> tuple[npt.NDArray[np.uint8], int]:
+    def levels(
+        self, data: bytes | memoryview, count: int, encoding: int, v1: bool
+    ) -> tuple[npt.NDArray[np.uint8], int]:
         """Definition levels and the bytes they used."""
+        width = self.level_width
         if encoding == Encoding.BIT_PACKED:
-            size = (count + 7) // 8
+            size = (count * width + 7) // 8
             if len(data) < size:
                 raise FormatError("BIT_PACKED levels run past the page.")
             bits = np.unpackbits(np.frombuffer(data[:size], dtype=np.uint8), bitorder="big")
@@ -155,10 +207,10 @@ class _ChunkDecoder:
         if encoding != Encoding.RLE:
             raise FormatError(f"Unsupported definition level encoding {encoding}.")
         if v1:
-            levels, used = decode_levels_v1(data, 1, count)
+            levels, used = decode_levels_v1(data, width, count)
         else:
-            levels, used = decode_rle_hybrid(data, 1, count)
-        return np.asarray(levels, dtype=np.uint8), used
+            levels, used = decode_rle_hybrid(data, width, count)
+        return levels.astype(np.uint8, copy=False), used
 
     def page_values(self, data: bytes | memoryview, encoding: int, count: int) -> Any:
         if encoding in _DICTIONARY_ENCODINGS:
@@ -166,56 +218,79 @@ class _ChunkDecoder:
                 raise FormatError("A dictionary-encoded page comes before any dictionary page.")
             indices, _ = decode_dictionary_indices(data, count)
             return dictionary_lookup(self.dictionary, indices)
-        assert self.physical_type is not None
         return decode_values(data, self.physical_type, encoding, count, self.type_length)
 
-    def data_page(self, header: t.PageHeader, body: memoryview, offset: int, remaining: int) -> tuple[Any, npt.NDArray[np.uint8] | None, int]:
+    def data_page(
+        self, header: t.PageHeader, body: memoryview, pos: int, remaining: int
+    ) -> tuple[Any, npt.NDArray[np.uint8] | None, int]:
         v2 = header.type == PageType.DATA_PAGE_V2
         page = header.data_page_header_v2 if v2 else header.data_page_header
         if page is None:
-            raise self.error("data page header is missing.", offset)
+            raise self.error("data page header is missing.", pos)
         num_rows = page.num_values
         if num_rows is None or num_rows < 0 or num_rows > remaining:
             raise self.error(
-                f"page holds {num_rows} values but the chunk has {remaining} left.", offset
+                f"page holds {num_rows} values but the chunk has {remaining} left.", pos
             )
-        size = header.uncompressed_page_size or 0
+        if num_rows > self.max_values:
+            raise LimitError(
+                f"{self.where}: the page at byte offset {self.chunk_offset + pos} claims "
+                f"{num_rows} values, over the limit of {self.max_values} that "
+                f"max_decompressed_page_size={self.max_size} allows."
+            )
+        size = header.uncompressed_page_size
+        def_levels = None
+        values_data: bytes | memoryview
         if v2:
             assert isinstance(page, t.DataPageHeaderV2)
             rep_size = page.repetition_levels_byte_length or 0
             def_size = page.definition_levels_byte_length or 0
             if rep_size < 0 or def_size < 0 or rep_size + def_size > len(body):
-                raise self.error("level sizes run past the page.", offset)
-            if rep_size:
-                raise UnsupportedError(f"Column {self.name!r} has repetition levels (nested data).")
+                raise self.error("level sizes run past the page.", pos)
+            # A flat column has max repetition level 0: its repetition levels say nothing.
             level_bytes = body[rep_size : rep_size + def_size]
-            values_raw = body[rep_size + def_size :]
+            values_data = body[rep_size + def_size :]
             if page.is_compressed is None or page.is_compressed:
-                values_raw = memoryview(
-                    self.decompress(values_raw, size - rep_size - def_size, offset)
-                )
-            def_levels = None
+                values_size = None if size is None else size - rep_size - def_size
+                values_data = self.decompress(values_data, values_size, pos)
             if self.max_def:
                 def_levels, _ = self.levels(level_bytes, num_rows, Encoding.RLE, v1=False)
-            values_data: bytes | memoryview = values_raw
         else:
             assert isinstance(page, t.DataPageHeader)
-            raw = self.decompress(body, size, offset)
-            def_levels = None
+            raw = self.decompress(body, size, pos)
             used = 0
             if self.max_def:
+                encoding = page.definition_level_encoding
                 def_levels, used = self.levels(
-                    raw, num_rows, page.definition_level_encoding or Encoding.RLE, v1=True
+                    raw, num_rows, Encoding.RLE if encoding is None else encoding, v1=True
                 )
             values_data = memoryview(raw)[used:]
-        if def_levels is not None and bool(np.any(def_levels > self.max_def)):
-            raise self.error("a definition level exceeds the column's maximum.", offset)
-        num_values = num_rows if def_levels is None else int(np.count_nonzero(def_levels))
-        values = self.page_values(values_data, page.encoding or 0, num_values)
+        if def_levels is None:
+            num_values = num_rows
+        else:
+            if num_rows and int(def_levels.max()) > self.max_def:
+                raise self.error("a definition level exceeds the column's maximum.", pos)
+            num_values = int(np.count_nonzero(def_levels))
+        encoding = page.encoding
+        if encoding is None:
+            raise self.error("data page header has no encoding.", pos)
+        values = self.page_values(values_data, encoding, num_values)
         return values, def_levels, num_rows
 
+    def dictionary_page(self, header: t.PageHeader, body: memoryview, pos: int) -> None:
+        if self.dictionary is not None:
+            raise self.error("a second dictionary page follows the first.", pos)
+        dph = header.dictionary_page_header
+        if dph is None or dph.num_values is None or dph.num_values < 0:
+            raise self.error("dictionary page header is missing or invalid.", pos)
+        raw = self.decompress(body, header.uncompressed_page_size, pos)
+        if dph.num_values > max(8 * len(raw), self.max_values):
+            raise self.error(
+                f"dictionary page claims {dph.num_values} values in {len(raw)} bytes.", pos
+            )
+        self.dictionary, _ = decode_plain(raw, self.physical_type, dph.num_values, self.type_length)
+
     def run(self, num_rows: int) -> DecodedChunk:
-        assert self.physical_type is not None
         pos = 0
         parts: list[Any] = []
         level_parts: list[npt.NDArray[np.uint8]] = []
@@ -235,28 +310,24 @@ class _ChunkDecoder:
             body = buf[body_start : body_start + size]
             if self.verify and header.crc is not None and not _crc_ok(body, header.crc):
                 raise ChecksumError(
-                    f"Column {self.name!r}: page CRC32 does not match its bytes.",
-                    self.chunk_offset + pos,
+                    f"{self.where}: page CRC32 does not match its bytes.", self.chunk_offset + pos
                 )
             try:
                 if header.type == PageType.DICTIONARY_PAGE:
-                    dph = header.dictionary_page_header
-                    if dph is None or dph.num_values is None or dph.num_values < 0:
-                        raise self.error("dictionary page header is missing.", pos)
-                    raw = self.decompress(body, header.uncompressed_page_size or 0, pos)
-                    self.dictionary, _ = decode_plain(
-                        raw, self.physical_type, dph.num_values, self.type_length
-                    )
+                    self.dictionary_page(header, body, pos)
                     pages.append(
-                        PageInfo(header.type, self.chunk_offset + pos, body_start + size - pos, 0, 0)
+                        PageInfo(
+                            header.type, self.chunk_offset + pos, body_start + size - pos, 0, 0
+                        )
                     )
-                elif header.type in (PageType.DATA_PAGE, PageType.DATA_PAGE_V2):
+                elif header.type in _DATA_PAGES:
                     values, levels, page_rows = self.data_page(header, body, pos, num_rows - rows)
                     parts.append(values)
+                    nulls = 0
                     if levels is not None:
                         level_parts.append(levels)
+                        nulls = page_rows - len(values)
                     rows += page_rows
-                    nulls = 0 if levels is None else page_rows - int(np.count_nonzero(levels))
                     pages.append(
                         PageInfo(
                             header.type,
@@ -266,19 +337,30 @@ class _ChunkDecoder:
                             nulls,
                         )
                     )
-            except CorruptFileError:
+                # other page types (INDEX_PAGE, future ones) are skipped, as other readers do
+            except (CorruptFileError, UnsupportedError, LimitError):
                 raise
-            except (UnsupportedError, LimitError):
-                raise
-            except FormatError as exc:
+            except (FormatError, ConfigError, SchemaError) as exc:
                 raise self.error(f"page does not decode: {exc}", pos) from exc
+            except MemoryError as exc:
+                raise LimitError(
+                    f"{self.where}: the page at byte offset {self.chunk_offset + pos} needs "
+                    "more memory than is available."
+                ) from exc
+            except KERNEL_ERRORS as exc:
+                raise self.error(
+                    f"page does not decode ({type(exc).__name__}: {exc}).", pos
+                ) from exc
             pos = body_start + size
         values = concat_values(parts, self.physical_type, self.type_length)
         def_levels = None
         if self.max_def:
-            def_levels = (
-                np.concatenate(level_parts) if level_parts else np.zeros(0, dtype=np.uint8)
-            )
+            if len(level_parts) == 1:
+                def_levels = level_parts[0]
+            else:
+                def_levels = (
+                    np.concatenate(level_parts) if level_parts else np.zeros(0, dtype=np.uint8)
+                )
         return DecodedChunk(values=values, def_levels=def_levels, num_rows=rows, pages=pages)
 
 
@@ -291,6 +373,7 @@ def decode_chunk(
     max_definition_level: int,
     verify_checksums: bool,
     max_decompressed_page_size: int,
+    where: str | None = None,
 ) -> DecodedChunk:
     """Decode every page of one column chunk.
 
@@ -302,22 +385,29 @@ def decode_chunk(
         max_definition_level: 0 for REQUIRED, 1 for OPTIONAL flat columns.
         verify_checksums: check page CRC32s that are present.
         max_decompressed_page_size: refuse pages claiming more uncompressed bytes.
+        where: how error messages name the chunk (default: ``Column 'path'``).
 
     Returns:
         The non-null values and the definition levels.
 
     Raises:
         CorruptFileError: damaged or inconsistent pages (ChecksumError for CRC mismatches).
-        LimitError: a page over the size limit.
-        UnsupportedError: nested data or an unsupported codec.
+        LimitError: a page over the size or value count limit.
+        UnsupportedError: an unsupported codec (LZO).
     """
+    if where is None:
+        where = f"Column {'.'.join(meta.path_in_schema or ['?'])!r}"
     num_rows = meta.num_values
     if num_rows is None or num_rows < 0:
-        raise CorruptFileError("Column chunk has no valid num_values.", chunk_offset)
+        raise CorruptFileError(f"{where}: the chunk has no valid num_values.", chunk_offset)
+    if meta.type is None or meta.type not in Type._value2member_map_:
+        raise CorruptFileError(f"{where}: unknown physical type {meta.type}.", chunk_offset)
     decoder = _ChunkDecoder(
         memoryview(buf),
         chunk_offset,
         meta,
+        Type(meta.type),
+        where,
         type_length,
         max_definition_level,
         verify_checksums,
