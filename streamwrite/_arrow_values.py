@@ -579,7 +579,8 @@ def _values_from_physical(
 def _int96_to_timestamp(values: npt.NDArray[np.uint8], unit: str) -> npt.NDArray[np.int64]:
     rows = np.ascontiguousarray(values, dtype=np.uint8)
     nanos_of_day = rows[:, :8].copy().view("<i8").reshape(-1).astype(np.int64)
-    julian_day = rows[:, 8:].copy().view("<i4").reshape(-1).astype(np.int64)
+    # The Julian day is unsigned, and the arithmetic wraps in int64, as pyarrow's.
+    julian_day = rows[:, 8:].copy().view("<u4").reshape(-1).astype(np.int64)
     nanos = (julian_day - _JULIAN_UNIX_EPOCH) * _NANOS_PER_DAY + nanos_of_day
     return nanos // (1_000_000_000 // _UNIT_PER_SECOND[unit])
 

@@ -136,7 +136,7 @@ _ARROW_INT = {
 _MAX_DECIMAL128_PRECISION = 38
 _KNOWN_LOGICAL = frozenset(
     {"NONE", "STRING", "ENUM", "JSON", "BSON", "UUID", "FLOAT16", "DATE", "TIME", "TIMESTAMP"}
-    | {"INTEGER", "DECIMAL", "INTERVAL"}
+    | {"INTEGER", "DECIMAL", "INTERVAL", "GEOMETRY", "GEOGRAPHY"}
 )
 """Logical types a leaf may carry: on a physical type they cannot annotate, the file is invalid."""
 _PHYSICAL_SORT_ORDER: dict[int, SortOrder] = {
@@ -624,8 +624,8 @@ def _infer_type(index: int, leaf: SchemaElement) -> pa.DataType:
             return pa.string()
         if kind == "JSON":
             return pa.json_(pa.string())  # pyarrow's default arrow_extensions_enabled=True
-        if kind in ("NONE", "ENUM", "BSON"):
-            return pa.binary()
+        if kind in ("NONE", "ENUM", "BSON", "GEOMETRY", "GEOGRAPHY"):
+            return pa.binary()  # WKB; pyarrow reads these as binary too
     if physical == Type.FIXED_LEN_BYTE_ARRAY:
         length = leaf.type_length
         if length is None or length < 0:
@@ -702,7 +702,7 @@ def decode_arrow_schema(value: str) -> pa.Schema:
     try:
         raw = base64.b64decode(value, validate=False)
         return pa.ipc.read_schema(pa.py_buffer(raw))
-    except (binascii.Error, ValueError, pa.ArrowException) as exc:
+    except (binascii.Error, ValueError, OSError, pa.ArrowException) as exc:
         raise FormatError(
             f"The footer's {ARROW_SCHEMA_KEY} value is not a base64 IPC-serialized Arrow schema "
             f"({exc})."

@@ -45,30 +45,8 @@ CORRUPT_CHECKSUM = {
     "rle-dict-uncompressed-corrupt-checksum.parquet",
 }
 
-XFAIL = {
-    # Bugs outside the reader, reported to their owners; strict, so a fix shows up here.
-    "int96_from_spark.parquet": (
-        "_arrow_values._int96_to_timestamp reads the Julian day as int32; pyarrow (and the "
-        "spec's Impala layout) treat it as uint32, so an out-of-range timestamp wraps differently"
-    ),
-    **{
-        f"geospatial/{name}": (
-            "schema.py rejects GEOMETRY/GEOGRAPHY logical types (UnsupportedError); pyarrow reads "
-            "these flat BYTE_ARRAY columns as binary"
-        )
-        for name in (
-            "crs-arbitrary-value.parquet",
-            "crs-default.parquet",
-            "crs-geography.parquet",
-            "crs-projjson.parquet",
-            "crs-srid.parquet",
-            "geography-lines.parquet",
-            "geography-points.parquet",
-            "geography-polygons.parquet",
-            "geospatial-with-nan.parquet",
-            "geospatial.parquet",
-        )
-    },
+XFAIL: dict[str, str] = {
+    # Known gaps outside the reader; strict, so a fix shows up here. None at the moment.
 }
 
 _PYARROW_SCRIPT = r"""
