@@ -30,7 +30,9 @@ from streamwrite.errors import (
     UnsupportedError,
 )
 from streamwrite.format import structs as t
+from streamwrite.format.sidecar import read_sidecar
 from streamwrite.format.thrift import deserialize
+from streamwrite.layout.actions import LiveFileName
 from streamwrite.options import ReadOptions
 from streamwrite.schema import ColumnSpec, ParquetSchema, from_physical, parquet_to_arrow
 from workers.decode import KERNEL_ERRORS, DecodedChunk, PageInfo, concat_values, decode_chunk
@@ -46,7 +48,7 @@ Source = str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes]
 class _Bytes:
     """Random access to a file, a file object or an in-memory buffer, of a fixed size."""
 
-    def __init__(self, source: Source) -> None:
+    def __init__(self, source: Source, snapshot: int | None = None) -> None:
         self._file: IO[bytes] | None = None
         self._owned = False
         self._buffer: memoryview | None = None
@@ -54,12 +56,24 @@ class _Bytes:
             self._buffer = memoryview(source).cast("B")
             self.size = len(self._buffer)
         elif isinstance(source, str | os.PathLike):
-            self._file = open(Path(source), "rb")  # noqa: SIM115
+            path = Path(source)
+            if path.is_dir():  # a live file: only its committed size exists for readers
+                snapshot = committed_size(path) if snapshot is None else snapshot
+                path = path / LiveFileName.DATA.value
+            self._file = open(path, "rb")  # noqa: SIM115
             self._owned = True
             self.size = os.fstat(self._file.fileno()).st_size
         else:
             self._file = source
             self.size = source.seek(0, os.SEEK_END)
+        if snapshot is not None:
+            if not 12 <= snapshot <= self.size:
+                self.close()
+                raise ConfigError(
+                    f"Snapshot size {snapshot} is not a committed size of this "
+                    f"{self.size}-byte file."
+                )
+            self.size = snapshot
 
     def read(self, offset: int, size: int) -> memoryview:
         if offset < 0 or size < 0 or offset + size > self.size:
@@ -78,6 +92,24 @@ class _Bytes:
     def close(self) -> None:
         if self._owned and self._file is not None:
             self._file.close()
+
+
+def committed_size(directory: Path) -> int:
+    """The committed size of ``data.parquet`` in a live-file directory, from its ``_pm``.
+
+    Raises:
+        CorruptFileError: ``_pm`` is missing or unreadable (reopening the live file rebuilds it).
+    """
+    try:
+        data = (directory / LiveFileName.PM.value).read_bytes()
+    except OSError as exc:
+        raise CorruptFileError(
+            f"The live file {str(directory)!r} has no readable _pm: {exc}.", 0
+        ) from exc
+    sidecar = read_sidecar(data)
+    if not sidecar.footers:
+        raise CorruptFileError(f"The live file {str(directory)!r} has no commit.", 0)
+    return sidecar.footers[0][1].parquet_file_size
 
 
 def _read_footer(source: _Bytes) -> tuple[t.FileMetaData, int]:
@@ -175,6 +207,7 @@ class ParquetFile:
         *,
         verify_checksums: bool = True,
         max_decompressed_page_size: int | None = None,
+        snapshot: int | None = None,
     ) -> None:
         if max_decompressed_page_size is None:
             max_decompressed_page_size = ReadOptions().max_decompressed_page_size
@@ -187,7 +220,7 @@ class ParquetFile:
             verify_checksums=verify_checksums,
             max_decompressed_page_size=max_decompressed_page_size,
         )
-        self._source = _Bytes(source)
+        self._source = _Bytes(source, snapshot)
         try:
             self.metadata, self.footer_offset = _read_footer(self._source)
             _check_not_encrypted(self.metadata)
@@ -419,8 +452,13 @@ def read_table(
     columns: Sequence[str] | None = None,
     verify_checksums: bool = True,
     max_decompressed_page_size: int | None = None,
+    snapshot: int | None = None,
 ) -> pa.Table:
-    """Read a whole Parquet file.
+    """Read a whole Parquet file, or a live file (a directory) at a committed snapshot.
+
+    ``source`` is a path, a binary file object, the bytes, or a live-file directory (read at
+    its newest commit). ``snapshot`` (a committed ``data.parquet`` size, e.g.
+    ``Commit.parquet_size``) reads exactly that prefix.
 
     Returns:
         The file's rows as a ``pyarrow.Table``.
@@ -436,5 +474,6 @@ def read_table(
         source,
         verify_checksums=verify_checksums,
         max_decompressed_page_size=max_decompressed_page_size,
+        snapshot=snapshot,
     ) as pf:
         return pf.read(columns)

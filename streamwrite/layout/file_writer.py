@@ -37,9 +37,13 @@ from streamwrite.options import WriteOptions
 from streamwrite.schema import ColumnSpec, ParquetSchema, encode_arrow_schema
 from workers.chunk import ChunkSettings, EncodedChunk
 
-__all__ = ["MAGIC", "FileWriter", "chunk_settings"]
+__all__ = ["KV_COMMIT_SEQ", "KV_PREV_SIZE", "MAGIC", "FileWriter", "chunk_settings"]
 
 MAGIC = b"PAR1"
+KV_PREV_SIZE = "streamwrite.prev_size"
+"""Footer key/value: the committed data.parquet size before this footer's commit (live files)."""
+KV_COMMIT_SEQ = "streamwrite.commit_seq"
+"""Footer key/value: the commit sequence number of this footer (live files, from 0)."""
 FORMAT_VERSION = 2
 
 
@@ -241,7 +245,7 @@ class FileWriter:
         for row_group in self.row_groups[len(self._row_group_bytes) :]:
             self._row_group_bytes.append(Serialized.of(row_group))
         metadata = serialize(self.file_metadata(extra_key_value_metadata))
-        self.last_footer_offset = self.offset + len(indexes)
+        self.last_footer_offset = self.offset  # the page indexes are already counted
         self.last_footer_length = len(metadata)
         tail = metadata + len(metadata).to_bytes(4, "little") + MAGIC
         return indexes + self._emit(tail)

@@ -1,0 +1,110 @@
+"""Blocking file access for a live-file directory: runs the actions the state machines return.
+
+Used from a worker thread by the async shell. Offsets come from the actions (never ``tell()``);
+writes use ``os.pwrite`` in a loop until every byte is written. The directory is locked with
+``flock`` on ``_pm`` so that two writers never append to the same live file.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from streamwrite.errors import StreamwriteError, StreamwriteIOError
+from streamwrite.layout.actions import Action, Fsync, LiveFileName, Truncate, WriteAt
+
+__all__ = ["ActionHook", "LiveFileIO", "fsync_directory"]
+
+ActionHook = Callable[[Action], None]
+"""Called before each action; tests raise from it to inject failures between actions."""
+
+
+def fsync_directory(path: Path) -> None:
+    """Make the directory's entries (new files, renames) durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class LiveFileIO:
+    """Open file descriptors of ``data.parquet`` and ``_pm`` in one directory, locked."""
+
+    def __init__(self, directory: Path, *, create: bool, hook: ActionHook | None = None) -> None:
+        self.directory = directory
+        self.hook = hook
+        flags = os.O_RDWR | (os.O_CREAT if create else 0)
+        self._fds: dict[LiveFileName, int] = {}
+        try:
+            for name in (LiveFileName.PM, LiveFileName.DATA):
+                self._fds[name] = os.open(directory / name.value, flags, 0o644)
+            fcntl.flock(self._fds[LiveFileName.PM], fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.close()
+            raise StreamwriteError(
+                f"The live file {str(directory)!r} is open for writing elsewhere."
+            ) from None
+        except OSError as exc:
+            self.close()
+            raise StreamwriteIOError(
+                f"Cannot open the live file {str(directory)!r}: {exc}."
+            ) from exc
+
+    def size(self, name: LiveFileName) -> int:
+        """The filesystem size (an upper bound, never a commit boundary)."""
+        return os.fstat(self._fds[name]).st_size
+
+    def read(self, name: LiveFileName, offset: int, size: int) -> bytes:
+        """``size`` bytes at ``offset`` (fewer only at the end of the file)."""
+        chunks = []
+        fd = self._fds[name]
+        while size > 0:
+            chunk = os.pread(fd, size, offset)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            offset += len(chunk)
+            size -= len(chunk)
+        return b"".join(chunks)
+
+    def read_all(self, name: LiveFileName) -> bytes:
+        return self.read(name, 0, self.size(name))
+
+    def run(self, actions: Iterable[Action]) -> None:
+        """Execute actions in order.
+
+        Raises:
+            StreamwriteIOError: an action failed (the caller poisons its state machine).
+        """
+        for action in actions:
+            if self.hook is not None:
+                self.hook(action)
+            fd = self._fds[action.file]
+            try:
+                if isinstance(action, WriteAt):
+                    view = memoryview(action.data)
+                    offset = action.offset
+                    while view:
+                        written = os.pwrite(fd, view, offset)
+                        if written <= 0:
+                            raise OSError(errno.EIO, "pwrite wrote nothing")
+                        view = view[written:]
+                        offset += written
+                elif isinstance(action, Fsync):
+                    os.fsync(fd)
+                elif isinstance(action, Truncate):
+                    os.ftruncate(fd, action.size)
+            except OSError as exc:
+                raise StreamwriteIOError(
+                    f"{type(action).__name__} on {action.file.value} in "
+                    f"{str(self.directory)!r} failed: {exc}."
+                ) from exc
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            os.close(fd)  # closing releases the flock
+        self._fds.clear()

@@ -1,0 +1,346 @@
+"""Commit state machine of one live file (DESIGN section 3), without I/O.
+
+A live file is a directory holding ``data.parquet`` and its sidecar ``_pm``. One commit::
+
+    1. WriteAt(data, size)   new row groups, their bloom filters and page indexes, then a new
+                             FileMetaData listing every row group (key/value metadata
+                             streamwrite.prev_size and streamwrite.commit_seq), length, "PAR1"
+    2. Fsync(data)
+    3. WriteAt(pm, pm_size)  the new row group blocks, a new footer, CRC32, trailer
+    4. Fsync(pm)
+    5. WriteAt(pm, 0)        PARQUET_META_FILE_SIZE = new pm size: the commit point
+    6. Fsync(pm)
+
+States and transitions::
+
+    READY --prepare()--> COMMITTING --confirm()--> READY
+                             |
+                             +------fail()------> POISONED (every later call raises)
+
+Offsets are counted, never read back. A failure anywhere in a commit (an fsync error above
+all: the kernel may have dropped the dirty pages) poisons the machine; nothing more is
+acknowledged, and reopening the file recovers to the last commit point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+from streamwrite.errors import StreamwriteError, StreamwriteIOError
+from streamwrite.format import structs as t
+from streamwrite.format.sidecar import (
+    FEATURE_BLOOM_FILTERS,
+    FEATURE_BLOOM_FILTERS_EXTERNAL,
+    ChunkRecord,
+    ColumnDescriptor,
+    RowGroupBlock,
+    SidecarHeader,
+    SidecarWriter,
+    encoding_mask,
+    patch_committed_size,
+)
+from streamwrite.format.thrift import deserialize
+from streamwrite.layout.actions import Action, Fsync, LiveFileName, WriteAt
+from streamwrite.layout.file_writer import KV_COMMIT_SEQ, KV_PREV_SIZE, FileWriter
+from streamwrite.layout.recovery import FooterVersion, ReadAt
+from streamwrite.options import WriteOptions
+from streamwrite.schema import ParquetSchema
+from workers.chunk import EncodedChunk
+
+__all__ = [
+    "Appender",
+    "AppenderState",
+    "Commit",
+    "PendingCommit",
+    "rebuild_sidecar",
+    "sidecar_header",
+]
+
+_BLOOM_HEADER_MAX_SIZE = 64
+
+DATA = LiveFileName.DATA
+PM = LiveFileName.PM
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """An acknowledged commit: the file's state right after it.
+
+    ``parquet_size`` is the committed size of ``data.parquet`` (a valid Parquet file, and the
+    snapshot token); ``num_rows`` and ``num_row_groups`` count the whole file at that size.
+    """
+
+    seq: int
+    parquet_size: int
+    num_rows: int
+    num_row_groups: int
+
+
+@dataclass(frozen=True, slots=True)
+class PendingCommit:
+    """The actions of one commit, in order, and the Commit they produce when all succeed."""
+
+    actions: tuple[Action, ...]
+    commit: Commit
+    pm_size: int
+
+
+class AppenderState(Enum):
+    READY = "ready"
+    COMMITTING = "committing"
+    POISONED = "poisoned"
+
+
+def sidecar_header(
+    schema: ParquetSchema, options: WriteOptions, bloom_columns: Sequence[int] | None = None
+) -> SidecarHeader:
+    """The ``_pm`` header of a live file with this schema and these options.
+
+    ``bloom_columns`` (fixed when the file is created) defaults to the columns whose options
+    ask for a bloom filter.
+    """
+    descending = {s.column_index for s in options.sorting_columns if s.descending}
+    columns = tuple(
+        ColumnDescriptor(
+            name=spec.name,
+            physical_type=int(spec.physical_type),
+            fixed_byte_len=spec.type_length or 0,
+            max_def_level=spec.max_definition_level,
+            flags=(int(spec.repetition) << 2) | ((1 << 4) if spec.index in descending else 0),
+        )
+        for spec in schema.columns
+    )
+    if bloom_columns is None:
+        bloom_columns = [
+            spec.index
+            for spec in schema.columns
+            if options.column(spec.name).bloom_filter is not None
+        ]
+    flags = (FEATURE_BLOOM_FILTERS | FEATURE_BLOOM_FILTERS_EXTERNAL) if bloom_columns else 0
+    return SidecarHeader(
+        columns=columns,
+        sorting_columns=tuple(s.column_index for s in options.sorting_columns),
+        feature_flags=flags,
+        bloom_columns=tuple(sorted(bloom_columns)),
+    )
+
+
+def _chunk_record(column: t.ColumnChunk) -> ChunkRecord:
+    meta = column.meta_data
+    assert meta is not None
+    stats = meta.statistics
+    start = meta.dictionary_page_offset or meta.data_page_offset or 0
+    return ChunkRecord(
+        codec=int(meta.codec or 0),
+        encodings=encoding_mask(int(e) for e in meta.encodings or []),
+        num_values=meta.num_values or 0,
+        byte_range_start=start,
+        total_compressed=meta.total_compressed_size or 0,
+        null_count=None if stats is None else stats.null_count,
+        distinct_count=None,
+        min_stat=None if stats is None else stats.min_value,
+        max_stat=None if stats is None else stats.max_value,
+        min_exact=bool(stats is None or stats.is_min_value_exact is not False),
+        max_exact=bool(stats is None or stats.is_max_value_exact is not False),
+    )
+
+
+def _external_bloom(column: t.ColumnChunk, read: ReadAt) -> tuple[int, int]:
+    """(offset, length) of the chunk's bloom filter bitset in data.parquet; (0, 0) if none.
+
+    ``read(offset, size)`` reads data.parquet bytes (or the bytes about to be written there).
+    """
+    meta = column.meta_data
+    if meta is None or meta.bloom_filter_offset is None or not meta.bloom_filter_length:
+        return (0, 0)
+    raw = read(meta.bloom_filter_offset, min(meta.bloom_filter_length, _BLOOM_HEADER_MAX_SIZE))
+    header, header_size = deserialize(t.BloomFilterHeader, raw)
+    return (meta.bloom_filter_offset + header_size, header.numBytes or 0)
+
+
+def _blocks(
+    row_groups: Sequence[t.RowGroup], header: SidecarHeader, read: ReadAt
+) -> tuple[list[RowGroupBlock], list[tuple[int, int]]]:
+    """The ``_pm`` blocks of new row groups and their external bloom entries (row-major)."""
+    blocks = []
+    blooms = []
+    for row_group in row_groups:
+        columns = row_group.columns or []
+        blocks.append(
+            RowGroupBlock(
+                num_rows=row_group.num_rows or 0,
+                chunks=tuple(_chunk_record(c) for c in columns),
+            )
+        )
+        blooms += [_external_bloom(columns[i], read) for i in header.bloom_columns]
+    return blocks, blooms
+
+
+def rebuild_sidecar(
+    schema: ParquetSchema, options: WriteOptions, versions: Sequence[FooterVersion], read: ReadAt
+) -> bytes:
+    """A committed ``_pm`` describing every version of a footer chain (oldest first).
+
+    Returns:
+        The whole ``_pm`` file, its committed size patched in.
+    """
+    newest = versions[-1].metadata.row_groups or []
+    bloom_columns = sorted(
+        {
+            i
+            for rg in newest
+            for i, c in enumerate(rg.columns or [])
+            if c.meta_data and c.meta_data.bloom_filter_offset is not None
+        }
+    )
+    header = sidecar_header(schema, options, bloom_columns)
+    sidecar = SidecarWriter(header)
+    out = bytearray(sidecar.start())
+    done = 0
+    unused = 0
+    for i, version in enumerate(versions):
+        row_groups = version.metadata.row_groups or []
+        blocks, blooms = _blocks(row_groups[done:], header, read)
+        if i:
+            unused += versions[i - 1].footer_length + 8
+        data, size = sidecar.commit(
+            blocks, version.footer_offset, version.footer_length, unused, external_bloom=blooms
+        )
+        out += data
+        out[0:8] = patch_committed_size(size)
+        done = len(row_groups)
+    return bytes(out)
+
+
+class Appender:
+    """Turns row groups into the ordered actions of a commit and tracks the committed state."""
+
+    def __init__(
+        self,
+        writer: FileWriter,
+        sidecar: SidecarWriter,
+        header: SidecarHeader,
+        *,
+        seq: int,
+        pm_size: int,
+        unused_bytes: int,
+    ) -> None:
+        self.writer = writer
+        self.sidecar = sidecar
+        self.header = header
+        self.seq = seq
+        self.parquet_size = writer.offset
+        self.pm_size = pm_size
+        self.unused_bytes = unused_bytes
+        self.state = AppenderState.READY
+        self._pending: PendingCommit | None = None
+
+    @classmethod
+    def create(cls, schema: ParquetSchema, options: WriteOptions) -> tuple[Appender, PendingCommit]:
+        """A new, empty live file: commit 0 holds the schema and no row groups.
+
+        Returns:
+            The machine (COMMITTING) and the actions creating both files.
+        """
+        header = sidecar_header(schema, options)
+        writer = FileWriter(schema, options)
+        sidecar = SidecarWriter(header)
+        appender = cls(writer, sidecar, header, seq=-1, pm_size=0, unused_bytes=0)
+        magic = writer.start()
+        pm_start = sidecar.start()
+        pending = appender._plan([], prefix=((DATA, 0, magic), (PM, 0, pm_start)))
+        return appender, pending
+
+    def _check_ready(self) -> None:
+        if self.state == AppenderState.POISONED:
+            raise StreamwriteIOError(
+                "This live file failed an earlier commit and accepts nothing more; "
+                "reopen it to recover to its last commit."
+            )
+        if self.state != AppenderState.READY:
+            raise StreamwriteError("A commit is already in progress on this live file.")
+
+    def prepare(self, row_groups: Sequence[tuple[Sequence[EncodedChunk], int]]) -> PendingCommit:
+        """Plan a commit appending ``row_groups`` (encoded chunks, row count) in order.
+
+        Returns:
+            The actions to run and the Commit they produce.
+
+        Raises:
+            StreamwriteIOError: the machine is poisoned.
+        """
+        self._check_ready()
+        return self._plan(row_groups, prefix=())
+
+    def _plan(
+        self,
+        row_groups: Sequence[tuple[Sequence[EncodedChunk], int]],
+        prefix: tuple[tuple[LiveFileName, int, bytes], ...],
+    ) -> PendingCommit:
+        writer = self.writer
+        data_start = writer.offset  # == parquet_size, or 4 after a new file's magic
+        previous_footer_size = writer.last_footer_length + 8 if self.seq >= 0 else 0
+        parts = [writer.add_row_group(chunks, num_rows) for chunks, num_rows in row_groups]
+        first_new = len(writer.row_groups) - len(row_groups)
+        seq = self.seq + 1
+        parts.append(
+            writer.footer(((KV_PREV_SIZE, str(self.parquet_size)), (KV_COMMIT_SEQ, str(seq))))
+        )
+        appended = b"".join(parts)
+
+        def read_appended(offset: int, size: int) -> bytes:
+            return appended[offset - data_start : offset - data_start + size]
+
+        blocks, blooms = _blocks(writer.row_groups[first_new:], self.header, read_appended)
+        unused = self.unused_bytes + previous_footer_size
+        pm_bytes, pm_size = self.sidecar.commit(
+            blocks,
+            writer.last_footer_offset,
+            writer.last_footer_length,
+            unused,
+            external_bloom=blooms,
+        )
+        pm_start = pm_size - len(pm_bytes)
+        actions: list[Action] = [WriteAt(f, off, data) for f, off, data in prefix]
+        actions += [
+            WriteAt(DATA, data_start, appended),
+            Fsync(DATA),
+            WriteAt(PM, pm_start, pm_bytes),
+            Fsync(PM),
+            WriteAt(PM, 0, patch_committed_size(pm_size)),
+            Fsync(PM),
+        ]
+        commit = Commit(
+            seq=seq,
+            parquet_size=writer.offset,
+            num_rows=writer.num_rows,
+            num_row_groups=len(writer.row_groups),
+        )
+        self.state = AppenderState.COMMITTING
+        self._pending = PendingCommit(tuple(actions), commit, pm_size)
+        self._pending_unused = unused
+        return self._pending
+
+    def confirm(self) -> Commit:
+        """Every action of the pending commit succeeded: it is acknowledged.
+
+        Returns:
+            The commit.
+        """
+        pending = self._pending
+        if self.state != AppenderState.COMMITTING or pending is None:
+            raise StreamwriteError("confirm() without a commit in progress.")
+        self.seq = pending.commit.seq
+        self.parquet_size = pending.commit.parquet_size
+        self.pm_size = pending.pm_size
+        self.unused_bytes = self._pending_unused
+        self.state = AppenderState.READY
+        self._pending = None
+        return pending.commit
+
+    def fail(self) -> None:
+        """An action failed: poison the machine (no retry, nothing more acknowledged)."""
+        self.state = AppenderState.POISONED
+        self._pending = None

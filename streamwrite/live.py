@@ -1,0 +1,319 @@
+"""``LiveFile``: a Parquet file that grows by commits and is readable at every committed size.
+
+A live file is a directory holding ``data.parquet`` and its sidecar ``_pm``::
+
+    lf = await streamwrite.LiveFile.open("trades/2026-11-22", schema)   # create or reopen
+    commit = await lf.append(table)         # row groups + a new cumulative footer, fsynced
+    lf.snapshots()                          # every committed version, oldest first
+    streamwrite.read_table("trades/2026-11-22", snapshot=commit.parquet_size)
+    await lf.close()                        # or: async with await LiveFile.open(...) as lf
+
+Opening recovers first (:mod:`streamwrite.layout.recovery`); appends run the commit protocol of
+:mod:`streamwrite.layout.appender`. Encoding and file I/O run in worker threads, so the event
+loop stays free; appends to one LiveFile are serialised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pyarrow as pa
+
+from streamwrite._io import ActionHook, LiveFileIO, fsync_directory
+from streamwrite.errors import ConfigError, SchemaError, StreamwriteError
+from streamwrite.format.sidecar import SidecarWriter, read_row_group_block, read_sidecar
+from streamwrite.layout.actions import LiveFileName, Truncate
+from streamwrite.layout.appender import Appender, AppenderState, Commit, rebuild_sidecar
+from streamwrite.layout.file_writer import FileWriter
+from streamwrite.layout.recovery import FooterVersion, RecoveryPlan, plan_recovery
+from streamwrite.options import WriteOptions, make_write_options
+from streamwrite.schema import ParquetSchema, arrow_to_parquet, parquet_to_arrow
+from streamwrite.writer import encode_row_group
+
+__all__ = ["Commit", "LiveFile", "Snapshot", "recover"]
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """One committed version of a live file; ``parquet_size`` pins it for readers."""
+
+    seq: int
+    parquet_size: int
+    num_rows: int
+    num_row_groups: int
+
+
+def _schema_of(version: FooterVersion) -> ParquetSchema:
+    metadata = version.metadata
+    return parquet_to_arrow(metadata.schema or [], metadata.key_value_metadata)
+
+
+def _as_table(
+    data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch], schema: pa.Schema
+) -> pa.Table:
+    if isinstance(data, pa.Table):
+        table = data
+    elif isinstance(data, pa.RecordBatch):
+        table = pa.Table.from_batches([data])
+    else:
+        table = pa.Table.from_batches(list(data), schema=schema)
+    if not table.schema.equals(schema, check_metadata=False):
+        raise SchemaError(f"Appended data has schema {table.schema}, the live file has {schema}.")
+    return table
+
+
+def _never_committed(io: LiveFileIO) -> bool:
+    """True when ``_pm`` never reached its first commit point (its size field is still 0)."""
+    head = io.read(LiveFileName.PM, 0, 8)
+    return len(head) < 8 or head == bytes(8)
+
+
+def _recover(io: LiveFileIO, options: WriteOptions, apply: bool) -> RecoveryPlan:
+    """Plan recovery from the files behind ``io``, and run its actions if ``apply``."""
+    pm_exists = io.size(LiveFileName.PM) > 0
+    pm_data = io.read_all(LiveFileName.PM) if pm_exists else None
+
+    def read(offset: int, size: int) -> bytes:
+        return io.read(LiveFileName.DATA, offset, size)
+
+    def rebuild(versions: list[FooterVersion]) -> bytes:
+        return rebuild_sidecar(_schema_of(versions[-1]), options, versions, read)
+
+    plan = plan_recovery(io.size(LiveFileName.DATA), read, pm_data, rebuild)
+    if apply and plan.actions:
+        io.run(plan.actions)
+    return plan
+
+
+def recover(path: str | Path, *, apply: bool = False) -> RecoveryPlan:
+    """What recovery of the live file at ``path`` does (and, with ``apply``, do it).
+
+    Returns:
+        The plan; ``plan.describe()`` says what it found and did.
+
+    Raises:
+        CorruptFileError: damage inside the committed prefix.
+    """
+    directory = Path(path)
+    io = LiveFileIO(directory, create=False)
+    try:
+        return _recover(io, WriteOptions(), apply)
+    finally:
+        io.close()
+
+
+class LiveFile:
+    """A live Parquet file opened for appending (create with :meth:`open`)."""
+
+    def __init__(
+        self,
+        directory: Path,
+        io: LiveFileIO,
+        appender: Appender,
+        schema: ParquetSchema,
+        options: WriteOptions,
+        recovery: RecoveryPlan | None,
+    ) -> None:
+        self.path = directory
+        self._io = io
+        self._appender = appender
+        self._schema = schema
+        self.options = options
+        self.recovery = recovery
+        """What recovery found when the file was reopened (None for a new file)."""
+        self._lock = anyio.Lock()
+        self._closed = False
+
+    @classmethod
+    async def open(
+        cls,
+        path: str | Path,
+        schema: pa.Schema | None = None,
+        *,
+        _action_hook: ActionHook | None = None,
+        **write_options: Any,
+    ) -> LiveFile:
+        """Create the live file at ``path`` (a directory), or reopen it after recovering.
+
+        ``write_options`` are those of :func:`streamwrite.write_table`; they apply to the
+        appends of this session (bloom filter columns are fixed when the file is created).
+
+        Returns:
+            The open live file; its :attr:`recovery` says what recovery did.
+
+        Raises:
+            ConfigError: a new file without a schema, or a schema that differs from the file's.
+            CorruptFileError: damage inside the committed prefix.
+            StreamwriteError: the file is open for writing elsewhere.
+        """
+        directory = Path(path)
+        return await anyio.to_thread.run_sync(
+            cls._open_sync, directory, schema, write_options, _action_hook
+        )
+
+    @classmethod
+    def _open_sync(
+        cls,
+        directory: Path,
+        schema: pa.Schema | None,
+        write_options: dict[str, Any],
+        hook: ActionHook | None,
+    ) -> LiveFile:
+        exists = (directory / LiveFileName.DATA.value).exists()
+        if not exists:
+            directory.mkdir(parents=True, exist_ok=True)
+        io = LiveFileIO(directory, create=True, hook=hook)
+        try:
+            if exists and not _never_committed(io):
+                return cls._reopen(directory, io, schema, write_options)
+            # New, or a creation that crashed before its first commit point: start over.
+            if schema is None:
+                raise ConfigError(f"A new live file at {str(directory)!r} needs a schema.")
+            io.run([Truncate(LiveFileName.DATA, 0), Truncate(LiveFileName.PM, 0)])
+            return cls._create(directory, io, schema, write_options)
+        except BaseException:
+            io.close()
+            raise
+
+    @classmethod
+    def _create(
+        cls,
+        directory: Path,
+        io: LiveFileIO,
+        schema: pa.Schema | None,
+        write_options: dict[str, Any],
+    ) -> LiveFile:
+        assert schema is not None
+        parquet_schema = arrow_to_parquet(schema)
+        options = make_write_options(schema.names, **write_options)
+        appender, pending = Appender.create(parquet_schema, options)
+        io.run(pending.actions)
+        fsync_directory(directory)
+        appender.confirm()
+        return cls(directory, io, appender, parquet_schema, options, None)
+
+    @classmethod
+    def _reopen(
+        cls,
+        directory: Path,
+        io: LiveFileIO,
+        schema: pa.Schema | None,
+        write_options: dict[str, Any],
+    ) -> LiveFile:
+        plan = _recover(io, WriteOptions(), apply=True)
+        current = plan.current
+        parquet_schema = _schema_of(current)
+        if schema is not None and not schema.equals(
+            parquet_schema.arrow_schema, check_metadata=False
+        ):
+            raise ConfigError(
+                f"The live file at {str(directory)!r} has schema {parquet_schema.arrow_schema}, "
+                f"not {schema}."
+            )
+        options = make_write_options(parquet_schema.arrow_schema.names, **write_options)
+        writer = FileWriter.resume(
+            parquet_schema, options, current.metadata, current.footer_offset, current.footer_length
+        )
+        sidecar = SidecarWriter.resume(plan.pm_bytes, plan.pm_size)
+        newest = read_sidecar(plan.pm_bytes).footers[0][1]
+        appender = Appender(
+            writer,
+            sidecar,
+            sidecar.header,
+            seq=current.seq,
+            pm_size=plan.pm_size,
+            unused_bytes=newest.unused_bytes,
+        )
+        return cls(directory, io, appender, parquet_schema, options, plan)
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The Arrow schema of the file."""
+        return self._schema.arrow_schema
+
+    @property
+    def last_commit(self) -> Commit:
+        """The newest acknowledged commit."""
+        appender = self._appender
+        return Commit(
+            seq=appender.seq,
+            parquet_size=appender.parquet_size,
+            num_rows=appender.writer.num_rows,
+            num_row_groups=len(appender.writer.row_groups),
+        )
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StreamwriteError(f"The live file {str(self.path)!r} is closed.")
+
+    async def append(self, data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -> Commit:
+        """Append rows as one or more row groups and commit them durably.
+
+        Returns:
+            The commit (file totals right after it).
+
+        Raises:
+            SchemaError: the data's schema differs from the file's.
+            StreamwriteIOError: a write or fsync failed; the LiveFile is then poisoned and
+                every later call raises. Reopen it to recover to the last commit.
+        """
+        self._check_open()
+        table = _as_table(data, self.schema)
+        async with self._lock:
+            return await anyio.to_thread.run_sync(self._append_sync, table)
+
+    def _append_sync(self, table: pa.Table) -> Commit:
+        appender = self._appender
+        if appender.state == AppenderState.POISONED:
+            appender.prepare([])  # raises the poisoned error
+        size = self.options.row_group_size
+        row_groups = [
+            (
+                encode_row_group(table.slice(start, size), self._schema, self.options),
+                min(size, table.num_rows - start),
+            )
+            for start in range(0, table.num_rows, size)
+        ]
+        pending = appender.prepare(row_groups)
+        try:
+            self._io.run(pending.actions)
+        except BaseException:
+            appender.fail()
+            raise
+        return appender.confirm()
+
+    def snapshots(self) -> list[Snapshot]:
+        """Every committed version, oldest first, from the ``_pm`` footer chain."""
+        self._check_open()
+        data = self._io.read(LiveFileName.PM, 0, self._appender.pm_size)
+        sidecar = read_sidecar(data)
+        rows_by_block: dict[int, int] = {}
+        result = []
+        for seq, (_, footer) in enumerate(reversed(sidecar.footers)):
+            num_rows = 0
+            for offset in footer.row_group_offsets:
+                if offset not in rows_by_block:
+                    rows_by_block[offset] = read_row_group_block(
+                        data, offset, sidecar.header
+                    ).num_rows
+                num_rows += rows_by_block[offset]
+            result.append(
+                Snapshot(seq, footer.parquet_file_size, num_rows, len(footer.row_group_offsets))
+            )
+        return result
+
+    async def close(self) -> None:
+        """Close the files (every acknowledged commit is already durable)."""
+        if not self._closed:
+            self._closed = True
+            self._io.close()
+
+    async def __aenter__(self) -> LiveFile:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
