@@ -12,6 +12,9 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
+    "Commit": "streamwrite.layout.appender",
+    "LiveFile": "streamwrite.live",
+    "Snapshot": "streamwrite.live_info",
     "ParquetFile": "streamwrite.reader",
     "read_table": "streamwrite.reader",
     "ParquetWriter": "streamwrite.writer",
@@ -30,13 +33,16 @@ _EXPORTS = {
 
 __all__ = [
     "ChecksumError",
+    "Commit",
     "ConfigError",
     "CorruptFileError",
     "FormatError",
     "LimitError",
+    "LiveFile",
     "ParquetFile",
     "ParquetWriter",
     "SchemaError",
+    "Snapshot",
     "SortingColumn",
     "StreamwriteError",
     "StreamwriteIOError",
@@ -57,6 +63,9 @@ if TYPE_CHECKING:
         StreamwriteIOError,
         UnsupportedError,
     )
+    from streamwrite.layout.appender import Commit
+    from streamwrite.live import LiveFile
+    from streamwrite.live_info import Snapshot
     from streamwrite.options import SortingColumn
     from streamwrite.reader import ParquetFile, read_table
     from streamwrite.writer import ParquetWriter, write_table

@@ -32,16 +32,25 @@ def fsync_directory(path: Path) -> None:
 
 
 class LiveFileIO:
-    """Open file descriptors of ``data.parquet`` and ``_pm`` in one directory, locked."""
+    """Open file descriptors of ``data.parquet`` and ``_pm`` in one directory, locked.
+
+    ``_pm`` doubles as the lock file and is created if missing (an empty ``_pm`` is what
+    recovery treats as a missing one); ``data.parquet`` is created only with ``create``.
+    """
 
     def __init__(self, directory: Path, *, create: bool, hook: ActionHook | None = None) -> None:
         self.directory = directory
         self.hook = hook
-        flags = os.O_RDWR | (os.O_CREAT if create else 0)
         self._fds: dict[LiveFileName, int] = {}
         try:
-            for name in (LiveFileName.PM, LiveFileName.DATA):
-                self._fds[name] = os.open(directory / name.value, flags, 0o644)
+            # _pm is also the lock, so it is always created; an empty _pm reads as missing.
+            self._fds[LiveFileName.PM] = os.open(
+                directory / LiveFileName.PM.value, os.O_RDWR | os.O_CREAT, 0o644
+            )
+            data_flags = os.O_RDWR | (os.O_CREAT if create else 0)
+            self._fds[LiveFileName.DATA] = os.open(
+                directory / LiveFileName.DATA.value, data_flags, 0o644
+            )
             fcntl.flock(self._fds[LiveFileName.PM], fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             self.close()

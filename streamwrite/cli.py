@@ -1,4 +1,5 @@
-"""Command line: ``streamwrite inspect FILE [--json]`` and ``streamwrite verify FILE``.
+"""Command line: ``streamwrite inspect FILE|DIR [--json]``, ``streamwrite verify FILE|DIR`` and
+``streamwrite recover DIR [--apply]`` (a DIR is a live file: data.parquet + _pm).
 
 Exit status: 0 on success, 1 when ``verify`` finds a problem, 2 when the file cannot be read
 or the arguments are wrong.
@@ -10,6 +11,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from streamwrite.errors import StreamwriteError
@@ -143,13 +145,61 @@ def _print_text(info: dict[str, Any]) -> None:
             )
 
 
+def _print_live(live: dict[str, Any]) -> None:
+    pm = live["pm"]
+    print(
+        f"live file {live['path']}: committed data.parquet size "
+        f"{live['committed_parquet_size']}, uncommitted tail {live['uncommitted_tail_bytes']} bytes"
+    )
+    print(
+        f"_pm: {pm['committed_size']} bytes, {pm['footers']} footers, feature flags "
+        f"{pm['feature_flags']:#x}, bloom columns {pm['bloom_columns']}, "
+        f"dead bytes in data.parquet {pm['unused_bytes']}"
+    )
+    print("snapshots (seq parquet_size rows row_groups):")
+    for s in live["snapshots"]:
+        print(
+            f"  {s['seq']:>5} {s['parquet_size']:>12} {s['num_rows']:>10} {s['num_row_groups']:>5}"
+        )
+    print("footer chain, newest first (commit_seq parquet_size footer_length prev_size):")
+    for f in live["footer_chain"]:
+        if "problem" in f:
+            print(f"  at {f['parquet_size']}: {f['problem']}")
+        else:
+            print(
+                f"  {f['commit_seq']:>5} {f['parquet_size']:>12} {f['footer_length']:>8} "
+                f"{f['prev_size']:>12}"
+            )
+
+
 def _inspect(args: argparse.Namespace) -> int:
-    with ParquetFile(args.file) as pf:  # opening checks the footer and the schema
+    path = Path(args.file)
+    live = None
+    if path.is_dir():
+        from streamwrite.live_info import describe_live
+
+        live = describe_live(path)
+    with ParquetFile(path) as pf:  # a live directory opens at its newest commit
         info = describe(pf)
+    if live is not None:
+        info = {"live": live, **info}
     if args.json:
         print(json.dumps(info, indent=2))
-    else:
-        _print_text(info)
+        return 0
+    if live is not None:
+        _print_live(live)
+    _print_text(info)
+    return 0
+
+
+def _recover(args: argparse.Namespace) -> int:
+    from streamwrite.live import recover
+
+    plan = recover(args.path, apply=args.apply)
+    verb = "did" if args.apply else "would do (run with --apply to do it)"
+    print(f"recovery of {args.path} {verb}:")
+    for line in plan.describe():
+        print(f"  {line}")
     return 0
 
 
@@ -178,6 +228,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     verify = sub.add_parser("verify", help="check every page, CRC, page index and bloom filter")
     verify.add_argument("file")
     verify.set_defaults(run=_verify)
+    recover = sub.add_parser("recover", help="report (and with --apply do) live-file recovery")
+    recover.add_argument("path", help="a live-file directory (data.parquet + _pm)")
+    recover.add_argument("--apply", action="store_true", help="truncate torn tails, rebuild _pm")
+    recover.set_defaults(run=_recover)
     args = parser.parse_args(argv)
     try:
         status: int = args.run(args)

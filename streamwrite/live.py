@@ -16,7 +16,6 @@ loop stays free; appends to one LiveFile are serialised.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,26 +24,17 @@ import pyarrow as pa
 
 from streamwrite._io import ActionHook, LiveFileIO, fsync_directory
 from streamwrite.errors import ConfigError, SchemaError, StreamwriteError
-from streamwrite.format.sidecar import SidecarWriter, read_row_group_block, read_sidecar
+from streamwrite.format.sidecar import SidecarWriter, read_sidecar
 from streamwrite.layout.actions import LiveFileName, Truncate
 from streamwrite.layout.appender import Appender, AppenderState, Commit, rebuild_sidecar
 from streamwrite.layout.file_writer import FileWriter
 from streamwrite.layout.recovery import FooterVersion, RecoveryPlan, plan_recovery
+from streamwrite.live_info import Snapshot, snapshots_from_sidecar
 from streamwrite.options import WriteOptions, make_write_options
 from streamwrite.schema import ParquetSchema, arrow_to_parquet, parquet_to_arrow
 from streamwrite.writer import encode_row_group
 
 __all__ = ["Commit", "LiveFile", "Snapshot", "recover"]
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """One committed version of a live file; ``parquet_size`` pins it for readers."""
-
-    seq: int
-    parquet_size: int
-    num_rows: int
-    num_row_groups: int
 
 
 def _schema_of(version: FooterVersion) -> ParquetSchema:
@@ -289,22 +279,7 @@ class LiveFile:
     def snapshots(self) -> list[Snapshot]:
         """Every committed version, oldest first, from the ``_pm`` footer chain."""
         self._check_open()
-        data = self._io.read(LiveFileName.PM, 0, self._appender.pm_size)
-        sidecar = read_sidecar(data)
-        rows_by_block: dict[int, int] = {}
-        result = []
-        for seq, (_, footer) in enumerate(reversed(sidecar.footers)):
-            num_rows = 0
-            for offset in footer.row_group_offsets:
-                if offset not in rows_by_block:
-                    rows_by_block[offset] = read_row_group_block(
-                        data, offset, sidecar.header
-                    ).num_rows
-                num_rows += rows_by_block[offset]
-            result.append(
-                Snapshot(seq, footer.parquet_file_size, num_rows, len(footer.row_group_offsets))
-            )
-        return result
+        return snapshots_from_sidecar(self._io.read(LiveFileName.PM, 0, self._appender.pm_size))
 
     async def close(self) -> None:
         """Close the files (every acknowledged commit is already durable)."""
