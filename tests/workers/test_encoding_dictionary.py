@@ -128,3 +128,31 @@ def test_matches_pyarrow() -> None:
     dictionary, indices = dictionary_encode(BinaryValues.from_pylist(words), Type.BYTE_ARRAY)
     assert encode_plain(dictionary, Type.BYTE_ARRAY) in raw
     assert encode_dictionary_indices(indices, len(dictionary)) in raw
+
+
+@pytest.mark.parametrize(
+    ("dtype", "base", "span", "n"),
+    [
+        (np.int64, 0, 1000, 50_000),
+        (np.int64, -(2**63), 300, 20_000),
+        (np.int64, 2**63 - 5000, 5000, 30_000),
+        (np.int32, -(2**31), 7, 10_000),
+        (np.int32, 2**31 - 70_000, 70_000, 20_000),
+        (np.int64, 10, 3, 5),
+    ],
+)
+def test_small_range_integers_match_reference(dtype: type, base: int, span: int, n: int) -> None:
+    # Integers spanning a small range take the direct-address path: check first-occurrence
+    # order, including keys first seen late (the early-stopping scan must grow to reach them).
+    rng = np.random.default_rng(span)
+    offsets = rng.integers(0, span // 2 + 1, size=n)
+    offsets[-1] = span - 1  # first seen at the very end
+    offsets[n // 2] = span - 2 if span > 1 else 0
+    values: np.ndarray = (np.array(offsets, dtype=np.int64) + base).astype(dtype)
+    physical_type = Type.INT32 if dtype == np.int32 else Type.INT64
+    dictionary, indices = dictionary_encode(values, physical_type)
+    keys = [values[i : i + 1].tobytes() for i in range(n)]
+    ref_dict, ref_idx = dictionary_encode_reference(keys)
+    assert isinstance(dictionary, np.ndarray) and dictionary.dtype == values.dtype
+    assert dictionary.tobytes() == b"".join(ref_dict)
+    assert indices.dtype == np.int32 and indices.tolist() == ref_idx

@@ -140,3 +140,19 @@ def test_matches_pyarrow_byte_array() -> None:
     values = [b"x" * (i % 13) + bytes([i % 256]) for i in range(3000)]
     encoded = encode_plain(BinaryValues.from_pylist(values), Type.BYTE_ARRAY)
     assert encoded in pyarrow_file(pa.array(values, pa.binary()), "PLAIN")
+
+
+@pytest.mark.parametrize("lengths", [[16] * 50, [0] * 9, [3, 0, 7, 3, 255, 1] * 20])
+def test_plain_byte_array_slices(lengths: list[int]) -> None:
+    # One-length values take the record path, others Arrow's element-wise join; both must
+    # honour a slice whose offsets do not start at zero.
+    rng = np.random.default_rng(len(lengths))
+    values: list[bytes] = [
+        rng.integers(0, 256, size=k, dtype=np.uint8).tobytes() for k in [5, *lengths, 2]
+    ]
+    sliced = BinaryValues.from_pylist(values)[1:-1]
+    expected = encode_plain_reference(list[object](values[1:-1]), Type.BYTE_ARRAY)
+    assert encode_plain(sliced, Type.BYTE_ARRAY) == expected
+    decoded, used = decode_plain(expected + b"\x07", Type.BYTE_ARRAY, len(lengths))
+    assert isinstance(decoded, BinaryValues) and decoded.to_pylist() == values[1:-1]
+    assert used == len(expected)

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from streamwrite.errors import ConfigError, FormatError
 from tests.workers._encoding_helpers import assert_rejects_or_decodes
+from workers.encoding import rle_hybrid
 from workers.encoding.rle_hybrid import (
     decode_boolean_rle,
     decode_levels_v1,
@@ -119,3 +120,34 @@ def test_malformed_hybrid(case: tuple[list[int], int], seed: int) -> None:
         lambda b: decode_levels_v1(b, width, len(values)),
         seed,
     )
+
+
+@pytest.mark.parametrize("passes", [1, 8])
+@pytest.mark.parametrize("seed", range(6))
+def test_hybrid_short_runs_match_reference(
+    seed: int, passes: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Runs of 8..14 equal values RLE-encode or not depending on where the previous RLE run
+    # ended: this drives the encoder's fixed-point pass and (one pass allowed) its scalar loop.
+    monkeypatch.setattr(rle_hybrid, "_FIXED_POINT_PASSES", passes)
+    rng = np.random.default_rng(seed)
+    lengths = rng.choice([1, 2, 5, 8, 9, 11, 13, 14, 15, 30], size=400)
+    if seed % 2:
+        lengths = np.where(rng.random(400) < 0.9, rng.integers(8, 15, size=400), lengths)
+    width = int(rng.integers(2, 12))
+    values = rng.integers(0, 1 << width, size=lengths.shape[0]).repeat(lengths).astype(np.uint32)
+    encoded = encode_rle_hybrid(values, width)
+    assert encoded == encode_rle_hybrid_reference(values.tolist(), width)
+    decoded, used = decode_rle_hybrid(encoded, width, values.shape[0])
+    assert decoded.tolist() == values.tolist() and used == len(encoded)
+
+
+@pytest.mark.parametrize("width", [1, 3, 10, 17])
+def test_hybrid_literal_only_large(width: int) -> None:
+    rng = np.random.default_rng(width)
+    for n in (63 * 8 * 5, 63 * 8 * 5 + 3, 20_003):
+        values = rng.integers(0, 1 << width, size=n).astype(np.uint32)
+        values[1::2] = values[0::2][: n // 2] ^ 1  # no two neighbours equal
+        values[-3:] = 1
+        encoded = encode_rle_hybrid(values, width)
+        assert encoded == encode_rle_hybrid_reference(values.tolist(), width)

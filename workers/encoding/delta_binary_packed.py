@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from streamwrite.errors import ConfigError, FormatError
+from workers.encoding._bitpack import pack_uint, unpack_uint
 from workers.encoding._varint import (
     Buffer,
     as_uint8,
@@ -37,7 +38,6 @@ from workers.encoding._varint import (
     read_zigzag,
     zigzag_encode,
 )
-from workers.encoding.rle_hybrid import _pack_u64, _unpack_u8
 
 __all__ = [
     "decode_delta_binary_packed",
@@ -141,10 +141,10 @@ def encode_delta_binary_packed(
     data_starts = data_starts.reshape(-1)
     for width in np.unique(widths[widths > 0]).tolist():
         rows = np.flatnonzero(widths == width)
-        packed = _pack_u64(rel_mb[rows].astype(np.uint64).reshape(-1), width)
+        packed = pack_uint(rel_mb[rows].reshape(-1), width)
         row_bytes = width * miniblock_size // 8
         dst = data_starts[rows][:, None] + np.arange(row_bytes, dtype=np.int64)
-        out[dst] = np.frombuffer(packed, dtype=np.uint8).reshape(rows.shape[0], row_bytes)
+        out[dst] = packed.reshape(rows.shape[0], row_bytes)
     return out.tobytes()
 
 
@@ -225,7 +225,7 @@ def decode_delta_binary_packed(
         sel = np.flatnonzero(widths_arr == width)
         row_bytes = width * miniblock_size // 8
         raw = data[offsets_arr[sel][:, None] + np.arange(row_bytes, dtype=np.int64)]
-        unpacked = _unpack_u8(raw.reshape(-1), width, sel.shape[0] * miniblock_size)
+        unpacked = unpack_uint(raw.reshape(-1), width, sel.shape[0] * miniblock_size)
         rel[rows_arr[sel]] = unpacked.reshape(sel.shape[0], miniblock_size)
     deltas = rel.reshape(num_blocks, block_size) + np.array(mins, dtype=np.uint64)[:, None]
     out = np.empty(total, dtype=np.uint64)

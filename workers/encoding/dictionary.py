@@ -9,7 +9,9 @@ parquet-format Encodings.md, "Dictionary Encoding (PLAIN_DICTIONARY = 2 and RLE_
 :func:`dictionary_encode` keeps the dictionary in first-occurrence order, so a writer can cut a
 column chunk where the dictionary would outgrow its byte limit. It hashes with
 ``pyarrow.compute.dictionary_encode`` (a hash table in first-occurrence order; numpy only offers
-sorting with ``np.unique``, which is slower and needs a reorder). Floats are hashed by bit
+sorting with ``np.unique``, which is slower and needs a reorder). Integers spanning a small
+range (at most ``4 * n`` and 2**22 values) skip hashing: a direct-address table indexed by
+``value - min`` gives counts, first occurrences and ranks at memory speed. Floats are hashed by bit
 pattern, with every NaN rewritten to the first NaN's pattern first: NaNs share one entry while
 -0.0 and +0.0 stay apart.
 """
@@ -47,6 +49,51 @@ _NUMERIC: dict[Type, tuple[str, str]] = {
     Type.FLOAT: ("<f4", "<u4"),
     Type.DOUBLE: ("<f8", "<u8"),
 }
+_MAX_TABLE = 1 << 22  # direct-address tables for integer dictionaries: at most 16 MiB of int32
+
+
+def _first_occurrence(keys: npt.NDArray[np.integer], size: int, m: int) -> npt.NDArray[np.intp]:
+    """The ``m`` distinct keys (each in ``0..size - 1``) in first-occurrence order.
+
+    Scans growing chunks (x8 each time) and stops as soon as all ``m`` keys have been seen,
+    which for low cardinality is within the first few thousand values.
+    """
+    n = int(keys.shape[0])
+    positions = np.full(size, n, dtype=np.intp)
+    done = 0
+    chunk = max(1024, 8 * m)
+    while done < n:
+        stop = min(n, done + chunk)
+        np.minimum.at(positions, keys[done:stop], np.arange(done, stop, dtype=np.intp))
+        done = stop
+        chunk *= 8
+        if done < n and int(np.count_nonzero(positions < n)) == m:
+            break
+    return keys[np.sort(positions[positions < n])].astype(np.intp)
+
+
+def _encode_small_range(
+    arr: npt.NDArray[np.signedinteger],
+) -> tuple[npt.NDArray[np.signedinteger], npt.NDArray[np.int32]] | None:
+    """Dictionary-encode integers spanning a small range with direct-address tables, or None.
+
+    Replaces hashing by ``bincount`` (how many distinct values), a first-occurrence scan that
+    stops early when every value has been seen, and one gather through a rank table.
+    """
+    n = int(arr.shape[0])
+    if n == 0:
+        return None
+    lo, hi = int(arr.min()), int(arr.max())
+    size = hi - lo + 1
+    if size > min(_MAX_TABLE, max(1 << 16, 4 * n)):
+        return None
+    keys = arr - arr.dtype.type(lo)  # in 0..size - 1, no overflow
+    m = int(np.count_nonzero(np.bincount(keys, minlength=size)))
+    ordered = _first_occurrence(keys, size, m)
+    rank = np.zeros(size, dtype=np.int32)
+    rank[ordered] = np.arange(m, dtype=np.int32)
+    dictionary = (ordered + lo).astype(arr.dtype)
+    return dictionary, rank[keys]
 
 
 def _hash_encode(array: pa.Array) -> tuple[pa.Array, npt.NDArray[np.int32]]:
@@ -110,6 +157,10 @@ def dictionary_encode(
         raise ConfigError(f"Dictionary encoding of {physical_type.name} is not supported.")
     value_dtype, key_dtype = _NUMERIC[physical_type]
     arr = np.ascontiguousarray(values, dtype=value_dtype).reshape(-1)
+    if physical_type in (Type.INT32, Type.INT64):
+        small = _encode_small_range(arr.astype(value_dtype[1:], copy=False))
+        if small is not None:
+            return small
     keys = arr.view(key_dtype)
     if physical_type in (Type.FLOAT, Type.DOUBLE):
         nan = np.isnan(arr)

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from streamwrite.errors import ConfigError, FormatError
 from streamwrite.format.enums import Type
@@ -39,17 +41,37 @@ _JUMP = 8
 
 def _encode_byte_array(values: BinaryValues) -> bytes:
     n = len(values)
+    if n == 0:
+        return b""
     lengths = values.lengths
-    if n and int(lengths.max()) >= 1 << 32:
-        raise ConfigError(f"A BYTE_ARRAY value of {int(lengths.max())} bytes exceeds 2**32 - 1.")
-    total = values.total_size
-    out = np.empty(4 * n + total, dtype=np.uint8)
-    starts = 4 * np.arange(n, dtype=np.int64) + (values.offsets[:-1] - values.offsets[0])
-    is_prefix = np.zeros(out.shape[0], dtype=np.bool_)
-    is_prefix[(starts[:, None] + np.arange(4)).reshape(-1)] = True
-    out[is_prefix] = lengths.astype("<u4").view(np.uint8)
-    out[~is_prefix] = values.data[int(values.offsets[0]) : int(values.offsets[-1])]
-    return out.tobytes()
+    longest = int(lengths.max())
+    if longest >= 1 << 32:
+        raise ConfigError(f"A BYTE_ARRAY value of {longest} bytes exceeds 2**32 - 1.")
+    base, end = int(values.offsets[0]), int(values.offsets[-1])
+    if longest and int(lengths.min()) == longest:  # one length: records of (u4, V<length>)
+        out = np.empty(n, dtype=np.dtype([("length", "<u4"), ("value", f"V{longest}")]))
+        out["length"] = longest
+        out["value"] = values.data[base:end].view(f"V{longest}")
+        return out.view(np.uint8).tobytes()  # (tobytes on the records copies item by item)
+    # numpy has no fast interleave of variable-length slices; Arrow's element-wise binary join
+    # of the 4-byte length prefixes with the values writes exactly the PLAIN layout.
+    prefixes = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(),
+        n,
+        [
+            None,
+            pa.py_buffer(np.arange(0, 4 * n + 1, 4, dtype=np.int64)),
+            pa.py_buffer(lengths.astype("<u4")),
+        ],
+    )
+    offsets = np.ascontiguousarray(values.offsets, dtype=np.int64)
+    strings = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(values.data)]
+    )
+    joined = pc.binary_join_element_wise(prefixes, strings, pa.scalar(b"", pa.large_binary()))
+    start = int(np.frombuffer(joined.buffers()[1], dtype=np.int64)[joined.offset])
+    encoded: bytes = joined.buffers()[2][start : start + 4 * n + end - base].to_pybytes()
+    return encoded
 
 
 def encode_plain(values: npt.NDArray[np.generic] | BinaryValues, physical_type: Type) -> bytes:
@@ -114,17 +136,15 @@ def _byte_array_starts(
             return starts, num_values * stride, stride
     # nxt[p]: where the next value starts if one starts at p; `sentinel` marks "runs past the end".
     sentinel = size + 1
-    lengths = np.full(size + 2, sentinel, dtype=np.int64)
-    for a in range(4):
+    index_dtype = np.dtype(np.int32 if size < 2**31 - 16 else np.int64)
+    after = np.full(size + 2, sentinel, dtype=index_dtype)
+    for a in range(4):  # the prefixes at p = a, a + 4, ...: one uint32 view per alignment
         words = (size - a) // 4
-        lengths[a : a + 4 * words : 4] = data[a : a + 4 * words].view("<u4")
-    after = lengths
-    after[: size + 1] += np.arange(4, size + 5, dtype=np.int64)
-    np.minimum(after, sentinel, out=after)
-    after[size:] = sentinel
-    index_dtype = np.int32 if sentinel < 2**31 - 1 else np.int64
-    jumps = [after.astype(index_dtype)]
-    del lengths, after
+        step = np.minimum(data[a : a + 4 * words].view("<u4"), sentinel).astype(index_dtype)
+        step += np.arange(a + 4, a + 4 + 4 * words, 4, dtype=index_dtype)
+        np.minimum(step, sentinel, out=step)
+        after[a : a + 4 * words : 4] = step
+    jumps = [after]
     while 1 << (len(jumps) - 1) < _JUMP:
         jumps.append(jumps[-1][jumps[-1]])
     far = jumps[-1].data

@@ -31,7 +31,14 @@ import numpy as np
 import numpy.typing as npt
 
 from streamwrite.errors import ConfigError, FormatError, LimitError
-from workers.encoding._varint import Buffer, as_uint8, encode_uleb128, read_uleb128
+from workers.encoding._bitpack import narrow_dtype, pack_uint, unpack_uint
+from workers.encoding._varint import (
+    Buffer,
+    as_uint8,
+    encode_uleb128,
+    encode_uleb128_array,
+    read_uleb128,
+)
 
 __all__ = [
     "decode_boolean_rle",
@@ -48,9 +55,9 @@ __all__ = [
     "unpack_bits_reference",
 ]
 
-_SMALL = 2048  # below this many values the bit-matrix path beats the 64-value word path
 _MAX_GROUPS = 63  # bit-packed run length limit used by parquet-cpp and arrow-rs
 _MAX_VALUES = (1 << 31) - 1
+_FIXED_POINT_PASSES = 8  # then the RLE run choice finishes with a scalar loop over long runs
 
 
 def _check_width(bit_width: int, limit: int) -> None:
@@ -58,48 +65,17 @@ def _check_width(bit_width: int, limit: int) -> None:
         raise ConfigError(f"The bit width {bit_width} is outside 0..{limit}.")
 
 
-def _as_u64(values: npt.ArrayLike, bit_width: int) -> npt.NDArray[np.uint64]:
+def _as_unsigned(values: npt.ArrayLike, bit_width: int) -> npt.NDArray[np.unsignedinteger]:
+    """Validate values for ``bit_width`` and return them in the narrowest unsigned dtype."""
     arr = np.asarray(values).reshape(-1)
     if arr.size and arr.dtype.kind not in "ub":
         if arr.dtype.kind != "i":
             raise ConfigError(f"Bit packing needs integer values, not {arr.dtype}.")
         if int(arr.min()) < 0:
             raise ConfigError(f"Bit packing needs non-negative values, found {int(arr.min())}.")
-    v = arr.astype(np.uint64)
-    if v.size and bit_width < 64 and int(v.max()) >> bit_width:
-        raise ConfigError(f"The value {int(v.max())} does not fit in {bit_width} bits.")
-    return v
-
-
-def _pack_u64(v: npt.NDArray[np.uint64], bit_width: int) -> bytes:
-    """Pack validated uint64 values; the output covers ``ceil(n / 8) * 8`` values."""
-    n = int(v.shape[0])
-    padded = (n + 7) // 8 * 8
-    if bit_width == 0 or n == 0:
-        return b""
-    nbytes = padded * bit_width // 8
-    if bit_width in (8, 16, 32, 64):
-        out = np.zeros(padded, dtype=f"<u{bit_width // 8}")
-        out[:n] = v
-        return out.tobytes()
-    if n <= _SMALL:
-        shifts = np.arange(bit_width, dtype=np.uint64)
-        bits = np.zeros((padded, bit_width), dtype=np.uint8)
-        bits[:n] = (v[:, None] >> shifts) & np.uint64(1)
-        return np.packbits(bits.reshape(-1), bitorder="little").tobytes()
-    # Groups of 64 values fill exactly bit_width uint64 words; one shift-or per value position.
-    groups = (n + 63) // 64
-    vals = np.zeros(groups * 64, dtype=np.uint64)
-    vals[:n] = v
-    cols = np.ascontiguousarray(vals.reshape(groups, 64).T)
-    words = np.zeros((bit_width, groups), dtype=np.uint64)
-    for k in range(64):
-        bit = k * bit_width
-        lo, sh = divmod(bit, 64)
-        words[lo] |= cols[k] << np.uint64(sh)
-        if sh + bit_width > 64:
-            words[lo + 1] |= cols[k] >> np.uint64(64 - sh)
-    return np.ascontiguousarray(words.T).astype("<u8").tobytes()[:nbytes]
+    if arr.size and bit_width < 64 and int(arr.max()) >> bit_width:
+        raise ConfigError(f"The value {int(arr.max())} does not fit in {bit_width} bits.")
+    return arr.astype(narrow_dtype(bit_width), copy=False)
 
 
 def pack_bits(values: npt.NDArray[np.unsignedinteger], bit_width: int) -> bytes:
@@ -116,39 +92,7 @@ def pack_bits(values: npt.NDArray[np.unsignedinteger], bit_width: int) -> bytes:
         ConfigError: if the bit width is out of range or a value does not fit in it.
     """
     _check_width(bit_width, 64)
-    return _pack_u64(_as_u64(values, bit_width), bit_width)
-
-
-def _unpack_u8(
-    data: npt.NDArray[np.uint8], bit_width: int, num_values: int
-) -> npt.NDArray[np.uint64]:
-    """Unpack from a uint8 array that holds at least ``ceil(num_values * w / 8)`` bytes."""
-    n = num_values
-    if bit_width == 0 or n == 0:
-        return np.zeros(n, dtype=np.uint64)
-    padded = (n + 63) // 64 * 64
-    need = padded * bit_width // 8
-    raw = np.zeros(need, dtype=np.uint8)
-    take = min(need, int(data.shape[0]))
-    raw[:take] = data[:take]
-    if bit_width in (8, 16, 32, 64):
-        return raw.view(f"<u{bit_width // 8}")[:n].astype(np.uint64)
-    if n <= _SMALL:
-        bits = np.unpackbits(raw, bitorder="little", count=n * bit_width).reshape(n, bit_width)
-        shifts = np.arange(bit_width, dtype=np.uint64)
-        out: npt.NDArray[np.uint64] = np.bitwise_or.reduce(bits.astype(np.uint64) << shifts, axis=1)
-        return out
-    groups = padded // 64
-    words = np.ascontiguousarray(raw.view("<u8").reshape(groups, bit_width).T).astype(np.uint64)
-    cols = np.empty((64, groups), dtype=np.uint64)
-    mask = np.uint64((1 << bit_width) - 1)
-    for k in range(64):
-        lo, sh = divmod(k * bit_width, 64)
-        col = words[lo] >> np.uint64(sh)
-        if sh + bit_width > 64:
-            col |= words[lo + 1] << np.uint64(64 - sh)
-        cols[k] = col & mask
-    return cols.T.reshape(-1)[:n]
+    return pack_uint(_as_unsigned(values, bit_width), bit_width).tobytes()
 
 
 def unpack_bits(buf: Buffer, bit_width: int, num_values: int) -> npt.NDArray[np.unsignedinteger]:
@@ -174,56 +118,113 @@ def unpack_bits(buf: Buffer, bit_width: int, num_values: int) -> npt.NDArray[np.
             f"Bit-packed data needs {need} bytes for {num_values} values of {bit_width} bits, "
             f"but only {data.shape[0]} are present."
         )
-    out = _unpack_u8(data, bit_width, num_values)
+    out = unpack_uint(data, bit_width, num_values)
     return out.astype(np.uint32) if bit_width <= 32 else out
 
 
-def _rle_runs(v: npt.NDArray[np.uint64]) -> list[tuple[bool, int, int]]:
-    """Split values into runs ``(is_rle, start, end)`` the way parquet-cpp's RleEncoder does."""
+def _long_runs(v: npt.NDArray[np.unsignedinteger]) -> tuple[npt.NDArray[np.int64], ...]:
+    """``(starts, ends)`` of the maximal runs of at least 8 equal values."""
     n = int(v.shape[0])
-    change = np.flatnonzero(v[1:] != v[:-1]) + 1
-    starts = np.concatenate(([0], change))
-    ends = np.concatenate((change, [n]))
-    is_long = (ends - starts) >= 8
-    long_starts: list[int] = starts[is_long].tolist()
-    long_ends: list[int] = ends[is_long].tolist()
-    runs: list[tuple[bool, int, int]] = []
+    none = np.zeros(0, dtype=np.int64)
+    if n < 8:
+        return none, none
+    eq = v[1:] == v[:-1]
+    eq = eq[:-1] & eq[1:]  # v[i:i + 3] equal
+    eq = eq[:-2] & eq[2:]  # v[i:i + 5] equal
+    window = eq[:-3] & eq[3:]  # v[i:i + 8] equal
+    if not window.any():
+        return none, none
+    edges = np.diff(window.view(np.int8), prepend=np.int8(0), append=np.int8(0))
+    starts = np.flatnonzero(edges == 1)
+    ends = np.flatnonzero(edges == -1) + 7
+    return starts, ends
 
-    def literal(begin: int, stop: int) -> None:
-        step = _MAX_GROUPS * 8
-        for s in range(begin, stop, step):
-            runs.append((False, s, min(s + step, stop)))
 
-    origin = 0
-    j = 0
-    while True:
-        found = -1
-        while j < len(long_starts):
-            s, e = long_starts[j], long_ends[j]
-            if e > origin:
-                g = origin if s <= origin else origin + (s - origin + 7) // 8 * 8
-                if g + 8 <= e:
-                    found = g
-                    break
-            j += 1
-        if found < 0:
-            break
-        literal(origin, found)
-        runs.append((True, found, long_ends[j]))
-        origin = long_ends[j]
-        j += 1
-    full = (n - origin) // 8 * 8
-    literal(origin, origin + full)
-    tail = origin + full
-    if tail < n:
-        if (full // 8) % _MAX_GROUPS == 0 and bool(np.all(v[tail:] == v[tail])):
-            runs.append((True, tail, n))
-        elif full and (full // 8) % _MAX_GROUPS:
-            last = runs.pop()
-            runs.append((False, last[1], n))
-        else:
-            runs.append((False, tail, n))
-    return runs
+def _rle_choice(
+    starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Which long runs become RLE runs: ``(rle starts, rle ends, literal origins)``.
+
+    A long run becomes an RLE run from the first group boundary inside it (groups of 8 counted
+    from the end of the previous RLE run, its origin) if 8 values still follow. Each decision
+    depends on earlier ones through the origin only, so the decisions are iterated to a fixed
+    point from "all accepted"; every pass settles at least one more run, and a long dependency
+    chain (rare: it needs many short runs in a row that just miss their group boundary) is
+    finished by a scalar loop.
+    """
+    k = int(starts.shape[0])
+    accepted = np.ones(k, dtype=np.bool_)
+    for _ in range(_FIXED_POINT_PASSES):
+        origin = np.zeros(k, dtype=np.int64)
+        if k > 1:
+            origin[1:] = np.maximum.accumulate(np.where(accepted, ends, 0))[:-1]
+        begin = origin + (starts - origin + 7) // 8 * 8
+        decided = begin + 8 <= ends
+        if np.array_equal(decided, accepted):
+            return begin[accepted], ends[accepted], origin[accepted]
+        accepted = decided
+    s_list: list[int] = starts.tolist()
+    e_list: list[int] = ends.tolist()
+    rle_starts: list[int] = []
+    rle_ends: list[int] = []
+    origins: list[int] = []
+    cursor = 0
+    for s, e in zip(s_list, e_list, strict=True):
+        g = cursor + (s - cursor + 7) // 8 * 8
+        if g + 8 <= e:
+            rle_starts.append(g)
+            rle_ends.append(e)
+            origins.append(cursor)
+            cursor = e
+    return (
+        np.array(rle_starts, dtype=np.int64),
+        np.array(rle_ends, dtype=np.int64),
+        np.array(origins, dtype=np.int64),
+    )
+
+
+def _split_literals(
+    begins: npt.NDArray[np.int64], stops: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Cut the literal stretches ``[begin, stop)`` into bit-packed runs of at most 63 groups."""
+    step = _MAX_GROUPS * 8
+    counts = -(-(stops - begins) // step)
+    owner = np.repeat(np.arange(begins.shape[0]), counts)
+    first = np.cumsum(counts) - counts
+    piece_starts = begins[owner] + (np.arange(owner.shape[0]) - first[owner]) * step
+    return piece_starts, np.minimum(piece_starts + step, stops[owner])
+
+
+def _encode_literal_only(v: npt.NDArray[np.unsignedinteger], bit_width: int) -> bytes:
+    """The hybrid runs of values holding no 8 equal values in a row (no RLE run but the tail)."""
+    n = int(v.shape[0])
+    full = n // 8 * 8
+    tail_rle = full < n and (full // 8) % _MAX_GROUPS == 0 and bool(np.all(v[full:] == v[full]))
+    count = full if tail_rle else n
+    packed = pack_uint(v[:count], bit_width)
+    groups = (count + 7) // 8
+    whole, rest = divmod(groups, _MAX_GROUPS)
+    row = _MAX_GROUPS * bit_width
+    body = np.empty((whole, 1 + row), dtype=np.uint8)
+    body[:, 0] = _MAX_GROUPS << 1 | 1
+    body[:, 1:] = packed[: whole * row].reshape(whole, row)
+    pieces = [body.tobytes()]
+    if rest:
+        pieces += [bytes([rest << 1 | 1]), packed[whole * row :].tobytes()]
+    if tail_rle:
+        value_size = (bit_width + 7) // 8
+        pieces += [encode_uleb128((n - full) << 1), int(v[full]).to_bytes(value_size, "little")]
+    return b"".join(pieces)
+
+
+def _range_mask(
+    size: int, starts: npt.NDArray[np.int64], stops: npt.NDArray[np.int64]
+) -> npt.NDArray[np.bool_]:
+    """True inside the disjoint, sorted, non-empty ranges ``[start, stop)`` of ``size`` slots."""
+    marks = np.zeros(size + 1, dtype=np.int8)
+    marks[starts] = 1
+    marks[stops] -= 1
+    return np.cumsum(marks[:size], dtype=np.int8).view(np.bool_)
 
 
 def encode_rle_hybrid(values: npt.NDArray[np.unsignedinteger], bit_width: int) -> bytes:
@@ -241,33 +242,53 @@ def encode_rle_hybrid(values: npt.NDArray[np.unsignedinteger], bit_width: int) -
         LimitError: if there are 2**31 values or more.
     """
     _check_width(bit_width, 32)
-    v = _as_u64(values, bit_width)
+    v = _as_unsigned(values, bit_width)
     n = int(v.shape[0])
     if n == 0:
         return b""
     if n > _MAX_VALUES:
         raise LimitError(f"The RLE/bit-packed hybrid encoder takes < 2**31 values, got {n}.")
-    runs = _rle_runs(v)
-    rle_marks = np.zeros(n + 1, dtype=np.int8)
-    for is_rle, start, end in runs:
-        if is_rle:
-            rle_marks[start] += 1
-            rle_marks[end] -= 1
-    literal_values = v[np.cumsum(rle_marks[:n]) == 0]
-    packed = _pack_u64(literal_values, bit_width)
+    long_starts, long_ends = _long_runs(v)
+    if long_starts.shape[0] == 0:
+        return _encode_literal_only(v, bit_width)
+    rle_starts, rle_ends, origins = _rle_choice(long_starts, long_ends)
+    # Literal stretches: before each RLE run, then after the last one (with the tail rule).
+    last = int(rle_ends[-1]) if rle_ends.shape[0] else 0
+    full = last + (n - last) // 8 * 8
+    if full < n and ((full - last) // 8) % _MAX_GROUPS == 0 and bool(np.all(v[full:] == v[full])):
+        rle_starts = np.append(rle_starts, full)
+        rle_ends = np.append(rle_ends, n)
+        lit_begins, lit_stops = np.append(origins, last), np.append(rle_starts[:-1], full)
+    else:
+        lit_begins, lit_stops = np.append(origins, last), np.append(rle_starts, n)
+    keep = lit_stops > lit_begins
+    lit_starts, lit_ends = _split_literals(lit_begins[keep], lit_stops[keep])
+    packed = pack_uint(v[_range_mask(n, lit_starts, lit_ends)], bit_width)
+    # All runs in order; headers, then the RLE value or the literal bytes.
+    run_starts = np.concatenate((lit_starts, rle_starts))
+    order = np.argsort(run_starts, kind="stable")
+    is_rle = (np.arange(run_starts.shape[0]) >= lit_starts.shape[0])[order]
+    lengths = (np.concatenate((lit_ends, rle_ends)) - run_starts)[order]
+    groups = (lengths + 7) // 8
+    headers = np.where(is_rle, lengths << 1, groups << 1 | 1).astype(np.uint64)
+    head_bytes, head_lens = encode_uleb128_array(headers)
     value_size = (bit_width + 7) // 8
-    pieces: list[bytes] = []
-    cursor = 0
-    for is_rle, start, end in runs:
-        if is_rle:
-            pieces.append(encode_uleb128((end - start) << 1))
-            pieces.append(int(v[start]).to_bytes(value_size, "little"))
-        else:
-            groups = (end - start + 7) // 8
-            pieces.append(encode_uleb128(groups << 1 | 1))
-            pieces.append(packed[cursor : cursor + groups * bit_width])
-            cursor += groups * bit_width
-    return b"".join(pieces)
+    value_sizes = np.where(is_rle, value_size, 0)
+    body_sizes = np.where(is_rle, 0, groups * bit_width)
+    meta_sizes = head_lens + value_sizes
+    values_le = v[run_starts[order][is_rle]].astype("<u4").view(np.uint8).reshape(-1, 4)
+    meta = np.zeros((is_rle.shape[0], 5 + value_size), dtype=np.uint8)
+    meta_mask = np.arange(5 + value_size) < np.where(is_rle, 5 + value_size, 5)[:, None]
+    meta_mask[:, :5] = np.arange(5) < head_lens[:, None]
+    meta[:, 5:][is_rle] = values_le[:, :value_size]
+    meta[:, :5][meta_mask[:, :5]] = head_bytes
+    total = int(meta_sizes.sum() + body_sizes.sum())
+    out = np.empty(total, dtype=np.uint8)
+    run_offsets = np.cumsum(meta_sizes + body_sizes) - meta_sizes - body_sizes
+    in_meta = _range_mask(total, run_offsets, run_offsets + meta_sizes)
+    out[in_meta] = meta[meta_mask]
+    out[~in_meta] = packed
+    return out.tobytes()
 
 
 def decode_rle_hybrid(
@@ -330,7 +351,7 @@ def decode_rle_hybrid(
             chunk[:avail] = data[start : start + avail]
             chunks.append(chunk)
             counts.append(groups * 8)
-        unpacked = _unpack_u8(np.concatenate(chunks), bit_width, sum(counts)).astype(dtype)
+        unpacked = unpack_uint(np.concatenate(chunks), bit_width, sum(counts)).astype(dtype)
         cursor = 0
         for (out_start, take, _, _), count in zip(literal_runs, counts, strict=True):
             out[out_start : out_start + take] = unpacked[cursor : cursor + take]
