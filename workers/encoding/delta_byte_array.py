@@ -96,35 +96,6 @@ def _prefix_lengths(values: BinaryValues) -> npt.NDArray[np.int64]:
         prefix[begin + 1 : stop + 1] = result
         begin = stop
     return prefix
-    starts = values.offsets[:-1]
-    lengths = values.lengths
-    common = np.minimum(lengths[1:], lengths[:-1])
-    ends = np.cumsum(common)
-    bounds = np.searchsorted(ends, np.arange(_CHUNK, int(ends[-1]) + _CHUNK, _CHUNK), "right")
-    begin = 0
-    for stop in [*bounds.tolist(), n - 1]:
-        stop = max(stop, begin + 1)
-        if begin >= n - 1:
-            break
-        stop = min(stop, n - 1)
-        span = common[begin:stop]
-        total = int(span.sum())
-        result = span.copy()
-        if total:
-            owner = np.repeat(np.arange(stop - begin), span)
-            seg = np.cumsum(span) - span
-            j = np.arange(total, dtype=np.int64) - seg[owner]
-            cur = values.data[starts[begin + 1 : stop + 1][owner] + j]
-            prev = values.data[starts[begin:stop][owner] + j]
-            mismatch = np.flatnonzero(cur != prev)
-            if mismatch.size:
-                who = owner[mismatch]
-                first = np.ones(who.shape[0], dtype=np.bool_)
-                first[1:] = who[1:] != who[:-1]
-                result[who[first]] = j[mismatch[first]]
-        prefix[begin + 1 : stop + 1] = result
-        begin = stop
-    return prefix
 
 
 def _range_mask(
