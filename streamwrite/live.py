@@ -15,7 +15,7 @@ loop stays free; appends to one LiveFile are serialised.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,15 +26,19 @@ from streamwrite._io import ActionHook, LiveFileIO, fsync_directory
 from streamwrite.errors import ConfigError, SchemaError, StreamwriteError
 from streamwrite.format.sidecar import SidecarWriter, read_sidecar
 from streamwrite.layout.actions import LiveFileName, Truncate
-from streamwrite.layout.appender import Appender, AppenderState, Commit, rebuild_sidecar
+from streamwrite.layout.appender import Appender, Commit, rebuild_sidecar
 from streamwrite.layout.file_writer import FileWriter
-from streamwrite.layout.recovery import FooterVersion, RecoveryPlan, plan_recovery
+from streamwrite.layout.recovery import FooterVersion, RecoveryPlan, plan_recovery, plan_rollback
 from streamwrite.live_info import Snapshot, snapshots_from_sidecar
 from streamwrite.options import WriteOptions, make_write_options
 from streamwrite.schema import ParquetSchema, arrow_to_parquet, parquet_to_arrow
 from streamwrite.writer import encode_row_group
+from workers.chunk import EncodedChunk
 
-__all__ = ["Commit", "LiveFile", "Snapshot", "recover"]
+__all__ = ["Commit", "EncodedRowGroup", "LiveFile", "Snapshot", "recover"]
+
+EncodedRowGroup = tuple[Sequence[EncodedChunk], int]
+"""A row group's encoded column chunks (schema order) and its row count."""
 
 
 def _schema_of(version: FooterVersion) -> ParquetSchema:
@@ -94,6 +98,24 @@ def recover(path: str | Path, *, apply: bool = False) -> RecoveryPlan:
         return _recover(io, WriteOptions(), apply)
     finally:
         io.close()
+
+
+def _resume_appender(plan: RecoveryPlan, schema: ParquetSchema, options: WriteOptions) -> Appender:
+    """A commit state machine continuing after the plan's current (recovered) version."""
+    current = plan.current
+    writer = FileWriter.resume(
+        schema, options, current.metadata, current.footer_offset, current.footer_length
+    )
+    sidecar = SidecarWriter.resume(plan.pm_bytes, plan.pm_size)
+    newest = read_sidecar(plan.pm_bytes).footers[0][1]
+    return Appender(
+        writer,
+        sidecar,
+        sidecar.header,
+        seq=current.seq,
+        pm_size=plan.pm_size,
+        unused_bytes=newest.unused_bytes,
+    )
 
 
 class LiveFile:
@@ -205,19 +227,7 @@ class LiveFile:
                 f"not {schema}."
             )
         options = make_write_options(parquet_schema.arrow_schema.names, **write_options)
-        writer = FileWriter.resume(
-            parquet_schema, options, current.metadata, current.footer_offset, current.footer_length
-        )
-        sidecar = SidecarWriter.resume(plan.pm_bytes, plan.pm_size)
-        newest = read_sidecar(plan.pm_bytes).footers[0][1]
-        appender = Appender(
-            writer,
-            sidecar,
-            sidecar.header,
-            seq=current.seq,
-            pm_size=plan.pm_size,
-            unused_bytes=newest.unused_bytes,
-        )
+        appender = _resume_appender(plan, parquet_schema, options)
         return cls(directory, io, appender, parquet_schema, options, plan)
 
     @property
@@ -254,27 +264,81 @@ class LiveFile:
         self._check_open()
         table = _as_table(data, self.schema)
         async with self._lock:
-            return await anyio.to_thread.run_sync(self._append_sync, table)
+            row_groups = await anyio.to_thread.run_sync(self._encode_sync, table)
+            return await anyio.to_thread.run_sync(self._commit_sync, row_groups, ())
 
-    def _append_sync(self, table: pa.Table) -> Commit:
-        appender = self._appender
-        if appender.state == AppenderState.POISONED:
-            appender.prepare([])  # raises the poisoned error
+    def _encode_sync(self, table: pa.Table) -> list[EncodedRowGroup]:
         size = self.options.row_group_size
-        row_groups = [
+        return [
             (
                 encode_row_group(table.slice(start, size), self._schema, self.options),
                 min(size, table.num_rows - start),
             )
             for start in range(0, table.num_rows, size)
         ]
-        pending = appender.prepare(row_groups)
+
+    async def commit_encoded(
+        self,
+        row_groups: Sequence[EncodedRowGroup],
+        key_value_metadata: Sequence[tuple[str, str]] = (),
+    ) -> Commit:
+        """Commit row groups encoded elsewhere (by a process pool), in order, as one commit.
+
+        ``key_value_metadata`` is recorded in this commit's footer only.
+
+        Returns:
+            The commit.
+
+        Raises:
+            StreamwriteIOError: as for :meth:`append`.
+        """
+        self._check_open()
+        async with self._lock:
+            return await anyio.to_thread.run_sync(self._commit_sync, row_groups, key_value_metadata)
+
+    def _commit_sync(
+        self, row_groups: Sequence[EncodedRowGroup], key_value_metadata: Sequence[tuple[str, str]]
+    ) -> Commit:
+        appender = self._appender
+        pending = appender.prepare(row_groups, key_value_metadata)
         try:
             self._io.run(pending.actions)
         except BaseException:
             appender.fail()
             raise
         return appender.confirm()
+
+    async def rollback(self, parquet_size: int) -> Commit:
+        """Make the committed snapshot of size ``parquet_size`` the newest again.
+
+        The table layer uses it to undo partition commits its ``_txn`` never published. The
+        commit point moves back first (``_pm`` header), then both files are truncated; a crash
+        in between leaves a torn tail that recovery removes.
+
+        Returns:
+            The commit that is now the newest.
+
+        Raises:
+            ConfigError: ``parquet_size`` is not a committed size of this file.
+            StreamwriteIOError: as for :meth:`append`.
+        """
+        self._check_open()
+        async with self._lock:
+            return await anyio.to_thread.run_sync(self._rollback_sync, parquet_size)
+
+    def _rollback_sync(self, parquet_size: int) -> Commit:
+        appender = self._appender
+        appender.check_ready()  # a poisoned file must be reopened first
+        pm_data = self._io.read(LiveFileName.PM, 0, appender.pm_size)
+        actions = plan_rollback(pm_data, parquet_size)
+        try:
+            self._io.run(actions)
+            plan = _recover(self._io, self.options, apply=True)
+        except BaseException:
+            appender.fail()
+            raise
+        self._appender = _resume_appender(plan, self._schema, self.options)
+        return self.last_commit
 
     def snapshots(self) -> list[Snapshot]:
         """Every committed version, oldest first, from the ``_pm`` footer chain."""

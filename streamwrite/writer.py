@@ -27,6 +27,28 @@ __all__ = ["ParquetWriter", "write_table"]
 Where = str | os.PathLike[str] | IO[bytes]
 
 
+def row_group_jobs(
+    table: pa.Table, schema: ParquetSchema, options: WriteOptions
+) -> list[EncodeChunkJob]:
+    """One encoding job per column of ``table`` (one row group), in schema order.
+
+    Returns:
+        The jobs, ready for :func:`workers.jobs.run_job` or an executor.
+    """
+    jobs = []
+    for spec, column in zip(schema.columns, table.columns, strict=True):
+        physical = to_physical(column, spec)
+        jobs.append(
+            EncodeChunkJob(
+                settings=chunk_settings(spec, options),
+                values=physical.values,
+                def_levels=physical.def_levels,
+                num_rows=physical.num_rows,
+            )
+        )
+    return jobs
+
+
 def encode_row_group(
     table: pa.Table,
     schema: ParquetSchema,
@@ -38,17 +60,7 @@ def encode_row_group(
     Returns:
         One encoded chunk per column.
     """
-    chunks = []
-    for spec, column in zip(schema.columns, table.columns, strict=True):
-        physical = to_physical(column, spec)
-        job = EncodeChunkJob(
-            settings=chunk_settings(spec, options),
-            values=physical.values,
-            def_levels=physical.def_levels,
-            num_rows=physical.num_rows,
-        )
-        chunks.append(run(job))
-    return chunks
+    return [run(job) for job in row_group_jobs(table, schema, options)]
 
 
 class ParquetWriter:

@@ -182,3 +182,20 @@ def test_cli_inspect_and_recover_a_live_file(tmp_path: Path) -> None:
         read_sidecar((tmp_path / "lf" / "_pm").read_bytes()).footers[0][1].parquet_file_size
         == commits[-1].parquet_size
     )
+
+
+def test_rollback_restores_an_earlier_commit(tmp_path: Path) -> None:
+    commits = _run(_build, tmp_path / "lf", [10, 20, 30])
+
+    async def roll() -> streamwrite.Commit:
+        async with await streamwrite.LiveFile.open(tmp_path / "lf") as lf:
+            with pytest.raises(ConfigError, match="not a committed size"):
+                await lf.rollback(commits[1].parquet_size + 1)
+            back = await lf.rollback(commits[0].parquet_size)
+            assert len(lf.snapshots()) == 2
+            after = await lf.append(TABLE.slice(10, 5))
+            assert after.num_rows == 15
+            return back
+
+    assert _run(roll) == commits[0]
+    assert streamwrite.read_table(tmp_path / "lf").equals(TABLE.slice(0, 15))

@@ -253,7 +253,8 @@ class Appender:
         pending = appender._plan([], prefix=((DATA, 0, magic), (PM, 0, pm_start)))
         return appender, pending
 
-    def _check_ready(self) -> None:
+    def check_ready(self) -> None:
+        """Raise unless a commit can start (StreamwriteIOError once poisoned)."""
         if self.state == AppenderState.POISONED:
             raise StreamwriteIOError(
                 "This live file failed an earlier commit and accepts nothing more; "
@@ -262,8 +263,15 @@ class Appender:
         if self.state != AppenderState.READY:
             raise StreamwriteError("A commit is already in progress on this live file.")
 
-    def prepare(self, row_groups: Sequence[tuple[Sequence[EncodedChunk], int]]) -> PendingCommit:
+    def prepare(
+        self,
+        row_groups: Sequence[tuple[Sequence[EncodedChunk], int]],
+        key_value_metadata: Sequence[tuple[str, str]] = (),
+    ) -> PendingCommit:
         """Plan a commit appending ``row_groups`` (encoded chunks, row count) in order.
+
+        ``key_value_metadata`` goes into this commit's footer only (e.g. the table's
+        ``(app_id, batch_id)`` record), after streamwrite's own keys.
 
         Returns:
             The actions to run and the Commit they produce.
@@ -271,13 +279,14 @@ class Appender:
         Raises:
             StreamwriteIOError: the machine is poisoned.
         """
-        self._check_ready()
-        return self._plan(row_groups, prefix=())
+        self.check_ready()
+        return self._plan(row_groups, prefix=(), key_value_metadata=key_value_metadata)
 
     def _plan(
         self,
         row_groups: Sequence[tuple[Sequence[EncodedChunk], int]],
         prefix: tuple[tuple[LiveFileName, int, bytes], ...],
+        key_value_metadata: Sequence[tuple[str, str]] = (),
     ) -> PendingCommit:
         writer = self.writer
         data_start = writer.offset  # == parquet_size, or 4 after a new file's magic
@@ -286,7 +295,13 @@ class Appender:
         first_new = len(writer.row_groups) - len(row_groups)
         seq = self.seq + 1
         parts.append(
-            writer.footer(((KV_PREV_SIZE, str(self.parquet_size)), (KV_COMMIT_SEQ, str(seq))))
+            writer.footer(
+                (
+                    (KV_PREV_SIZE, str(self.parquet_size)),
+                    (KV_COMMIT_SEQ, str(seq)),
+                    *key_value_metadata,
+                )
+            )
         )
         appended = b"".join(parts)
 

@@ -22,14 +22,27 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from streamwrite.errors import CorruptFileError, FormatError, StreamwriteError, UnsupportedError
+from streamwrite.errors import (
+    ConfigError,
+    CorruptFileError,
+    FormatError,
+    StreamwriteError,
+    UnsupportedError,
+)
 from streamwrite.format import structs as t
-from streamwrite.format.sidecar import Sidecar, read_sidecar
+from streamwrite.format.sidecar import Sidecar, patch_committed_size, read_sidecar
 from streamwrite.format.thrift import deserialize
 from streamwrite.layout.actions import Action, Fsync, LiveFileName, Truncate, WriteAt
 from streamwrite.layout.file_writer import KV_COMMIT_SEQ, KV_PREV_SIZE
 
-__all__ = ["FooterVersion", "ReadAt", "RecoveryPlan", "parse_footer_at", "plan_recovery"]
+__all__ = [
+    "FooterVersion",
+    "ReadAt",
+    "RecoveryPlan",
+    "parse_footer_at",
+    "plan_recovery",
+    "plan_rollback",
+]
 
 ReadAt = Callable[[int, int], bytes]
 MAGIC = b"PAR1"
@@ -239,6 +252,32 @@ def plan_recovery(
     ]
     _truncate_data(plan, data_size)
     return plan
+
+
+def plan_rollback(pm_data: bytes, parquet_size: int) -> list[Action]:
+    """Actions that make the committed version of size ``parquet_size`` the newest again.
+
+    The ``_pm`` header is patched back first (the commit point moves), then both files are
+    truncated; a crash in between leaves torn tails that :func:`plan_recovery` removes.
+
+    Raises:
+        ConfigError: no committed version has that size.
+    """
+    sidecar = read_sidecar(pm_data)
+    for pm_size, footer in sidecar.footers:
+        if footer.parquet_file_size == parquet_size:
+            return [
+                WriteAt(LiveFileName.PM, 0, patch_committed_size(pm_size)),
+                Fsync(LiveFileName.PM),
+                Truncate(LiveFileName.DATA, parquet_size),
+                Fsync(LiveFileName.DATA),
+                Truncate(LiveFileName.PM, pm_size),
+                Fsync(LiveFileName.PM),
+            ]
+    sizes = [footer.parquet_file_size for _, footer in sidecar.footers]
+    raise ConfigError(
+        f"{parquet_size} is not a committed size of this live file; they are {sizes}."
+    )
 
 
 def _truncate_data(plan: RecoveryPlan, data_size: int) -> None:
