@@ -137,17 +137,25 @@ def deserialize(
 
 @dataclass(frozen=True, slots=True)
 class Serialized:
-    """A struct of class ``cls`` already encoded as ``data``, written verbatim where a ``cls``
-    is expected (a struct field or a list element). Lets a footer reuse the bytes of row groups
-    it has encoded before, so its cost grows with the new row groups only."""
+    """``count`` structs of class ``cls`` already encoded back to back as ``data``, written
+    verbatim where a ``cls`` is expected (a struct field when ``count`` is 1, or list
+    elements). Lets a footer reuse the bytes of the row groups earlier footers listed, so its
+    cost grows with the new row groups only."""
 
     cls: type
     data: bytes
+    count: int = 1
 
     @classmethod
     def of(cls, obj: object) -> Serialized:
         """Encode ``obj`` once; returns the wrapper."""
         return cls(type(obj), serialize(obj))
+
+    def __add__(self, other: Serialized) -> Serialized:
+        """The elements of ``self`` followed by those of ``other`` (same class)."""
+        if other.cls is not self.cls:
+            raise TypeError(f"Cannot join encoded {self.cls.__name__} and {other.cls.__name__}.")
+        return Serialized(self.cls, self.data + other.data, self.count + other.count)
 
 
 def serialize(obj: object) -> bytes:
@@ -235,7 +243,7 @@ def _encode_struct(plan: Plan, obj: Any, out: bytearray) -> None:
                 else:
                     _write_varint(out, v)
             elif kind == K_STRUCT:
-                if type(v) is Serialized and v.cls is aux.cls:
+                if type(v) is Serialized and v.cls is aux.cls and v.count == 1:
                     out += v.data
                 elif not isinstance(v, aux.cls):
                     raise MalformedError(f"{type(v).__name__} is not a {aux.name}")
@@ -283,6 +291,8 @@ def _encode_list(aux: tuple[int, int, Any, str], v: Any, out: bytearray) -> None
     if not isinstance(v, list | tuple):
         raise MalformedError(f"{type(v).__name__} is not a list")
     size = len(v)
+    if kind == K_STRUCT:
+        size += sum(x.count - 1 for x in v if type(x) is Serialized)
     if size < 15:
         out.append(size << 4 | wire)
     else:

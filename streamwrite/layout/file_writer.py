@@ -101,7 +101,7 @@ class FileWriter:
         self._pending_indexes: list[
             tuple[t.ColumnChunk, t.ColumnIndex | None, t.OffsetIndex | None]
         ] = []
-        self._row_group_bytes: list[Serialized] = []
+        self._row_group_bytes = Serialized(t.RowGroup, b"", 0)
         self._arrow_schema = encode_arrow_schema(schema.arrow_schema)
         self.last_footer_offset = 0
         self.last_footer_length = 0
@@ -134,7 +134,8 @@ class FileWriter:
         """
         writer = cls(schema, options, footer_offset + footer_length + 8)
         writer.row_groups = list(metadata.row_groups or [])
-        writer._row_group_bytes = [Serialized.of(rg) for rg in writer.row_groups]
+        for row_group in writer.row_groups:
+            writer._row_group_bytes += Serialized.of(row_group)
         writer.num_rows = sum(rg.num_rows or 0 for rg in writer.row_groups)
         writer.last_footer_offset, writer.last_footer_length = footer_offset, footer_length
         return writer
@@ -226,7 +227,7 @@ class FileWriter:
             # Serialized stands in for a RowGroup: the codec writes its bytes verbatim.
             row_groups=cast(
                 "list[t.RowGroup]",
-                [*self._row_group_bytes, *self.row_groups[len(self._row_group_bytes) :]],
+                [self._row_group_bytes, *self.row_groups[self._row_group_bytes.count :]],
             ),
             key_value_metadata=key_values,
             created_by=self.options.created_by,
@@ -242,8 +243,8 @@ class FileWriter:
             The bytes to append; after them the file is complete and valid.
         """
         indexes = self._page_indexes()
-        for row_group in self.row_groups[len(self._row_group_bytes) :]:
-            self._row_group_bytes.append(Serialized.of(row_group))
+        for row_group in self.row_groups[self._row_group_bytes.count :]:
+            self._row_group_bytes += Serialized.of(row_group)
         metadata = serialize(self.file_metadata(extra_key_value_metadata))
         self.last_footer_offset = self.offset  # the page indexes are already counted
         self.last_footer_length = len(metadata)
