@@ -16,6 +16,7 @@ loop stays free; appends to one LiveFile are serialised.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from streamwrite.layout.appender import Appender, Commit, rebuild_sidecar
 from streamwrite.layout.file_writer import FileWriter
 from streamwrite.layout.recovery import FooterVersion, RecoveryPlan, plan_recovery, plan_rollback
 from streamwrite.live_info import Snapshot, snapshots_from_sidecar
-from streamwrite.options import WriteOptions, make_write_options
+from streamwrite.options import BloomFilterOptions, WriteOptions, make_write_options
 from streamwrite.schema import ParquetSchema, arrow_to_parquet, parquet_to_arrow
 from streamwrite.writer import encode_row_group
 from workers.chunk import EncodedChunk
@@ -100,6 +101,19 @@ def recover(path: str | Path, *, apply: bool = False) -> RecoveryPlan:
         io.close()
 
 
+def _keep_bloom_columns(
+    options: WriteOptions, bloom_columns: Sequence[int], schema: ParquetSchema
+) -> WriteOptions:
+    """Options that keep writing bloom filters for the columns the file was created with."""
+    columns = dict(options.columns)
+    for index in bloom_columns:
+        name = schema.columns[index].name
+        column = options.column(name)
+        if column.bloom_filter is None:
+            columns[name] = replace(column, bloom_filter=BloomFilterOptions())
+    return replace(options, columns=columns)
+
+
 def _resume_appender(plan: RecoveryPlan, schema: ParquetSchema, options: WriteOptions) -> Appender:
     """A commit state machine continuing after the plan's current (recovered) version."""
     current = plan.current
@@ -152,7 +166,8 @@ class LiveFile:
         """Create the live file at ``path`` (a directory), or reopen it after recovering.
 
         ``write_options`` are those of :func:`streamwrite.write_table`; they apply to the
-        appends of this session (bloom filter columns are fixed when the file is created).
+        appends of this session. The bloom filter columns are fixed when the file is created:
+        a reopened file keeps writing filters for them (default fpp when not given again).
 
         Returns:
             The open live file; its :attr:`recovery` says what recovery did.
@@ -227,6 +242,9 @@ class LiveFile:
                 f"not {schema}."
             )
         options = make_write_options(parquet_schema.arrow_schema.names, **write_options)
+        options = _keep_bloom_columns(
+            options, read_sidecar(plan.pm_bytes).header.bloom_columns, parquet_schema
+        )
         appender = _resume_appender(plan, parquet_schema, options)
         return cls(directory, io, appender, parquet_schema, options, plan)
 

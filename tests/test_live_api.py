@@ -199,3 +199,18 @@ def test_rollback_restores_an_earlier_commit(tmp_path: Path) -> None:
 
     assert _run(roll) == commits[0]
     assert streamwrite.read_table(tmp_path / "lf").equals(TABLE.slice(0, 15))
+
+
+def test_reopened_file_keeps_its_bloom_filter_columns(tmp_path: Path) -> None:
+    _run(_build, tmp_path / "lf", [10], bloom_filter_options={"order_id": True})
+
+    async def more() -> None:
+        async with await streamwrite.LiveFile.open(tmp_path / "lf") as lf:
+            await lf.append(TABLE.slice(10, 10))
+
+    _run(more)
+    md = streamwrite.ParquetFile(tmp_path / "lf").metadata
+    order_id = TABLE.column_names.index("order_id")
+    assert all(
+        rg.columns[order_id].meta_data.bloom_filter_offset is not None for rg in md.row_groups
+    )
