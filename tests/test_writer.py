@@ -103,8 +103,8 @@ def test_pages_respect_the_row_limit_and_the_byte_size() -> None:
 
 
 def test_dictionary_falls_back_for_the_rest_of_the_chunk_at_its_byte_limit() -> None:
-    low = [f"v{i % 50}" for i in range(5000)]
-    high = [f"unique-{i}" for i in range(5000)]
+    low = [f"v{i % 50}" for i in range(8000)]
+    high = [f"unique-{i}" for i in range(2000)]
     table = pa.table({"s": low + high})
     data = _write(table, dictionary_pagesize_limit=2000, data_page_row_limit=1000)
     pages = _pages(data)

@@ -3,7 +3,8 @@
 Rules, applied per chunk on the chunk's own values (overridden by ``ColumnOptions.encoding``):
 
 1. Dictionary (PLAIN dictionary page + RLE_DICTIONARY indices) when ``use_dictionary`` is on, the
-   type is not BOOLEAN/INT96, and either
+   type is not BOOLEAN/INT96, and either (chunks of at most ``SMALL_CHUNK_SIZE`` values are
+   dictionary-encoded whole and judged on the real distinct count, with the same thresholds)
    - a strided sample or the leading run of ``DICTIONARY_SAMPLE_SIZE`` values has at most
      ``MAX_DICTIONARY_RATIO`` distinct values (symbols, venues, slowly changing values), or
    - for INT32/INT64/FLOAT/DOUBLE chunks that are not non-decreasing integers, the whole chunk
@@ -49,6 +50,7 @@ __all__ = ["EncodingChoice", "choose_encodings", "sample_values"]
 BSS_SAMPLE_SIZE = 16384
 BSS_GAIN = 0.95
 DICTIONARY_GAIN = 0.5
+SMALL_CHUNK_SIZE = 4 * DICTIONARY_SAMPLE_SIZE
 _NUMERIC_WIDTH = {Type.INT32: 4, Type.INT64: 8, Type.FLOAT: 4, Type.DOUBLE: 8}
 
 
@@ -92,16 +94,13 @@ def _sampled_low_cardinality(values: Any, physical_type: Type) -> bool:
     return _distinct_ratio(leading, physical_type) <= MAX_DICTIONARY_RATIO
 
 
-def _whole_chunk_dictionary(
-    values: Any, physical_type: Type
-) -> tuple[Any, npt.NDArray[np.int32]] | None:
-    """The chunk's dictionary encoding if it is at most DICTIONARY_GAIN of the PLAIN size."""
-    distinct, indices = dictionary_encode(values, physical_type)
+def _pays_off(distinct: Any, count: int, physical_type: Type) -> bool:
+    """For fixed-width numbers: dictionary page + indices at most DICTIONARY_GAIN of PLAIN."""
     width = _NUMERIC_WIDTH[physical_type]
-    count, num_distinct = _num_values(values), _num_values(distinct)
+    num_distinct = _num_values(distinct)
     index_bits = max(1, (num_distinct - 1).bit_length())
     encoded_size = num_distinct * width + count * index_bits / 8
-    return (distinct, indices) if encoded_size <= DICTIONARY_GAIN * count * width else None
+    return encoded_size <= DICTIONARY_GAIN * count * width
 
 
 def _non_dictionary_encoding(
@@ -153,11 +152,21 @@ def choose_encodings(
         or _num_values(values) == 0
     ):
         return EncodingChoice(False, fallback)
+    count = _num_values(values)
+    sorted_ints = fallback == Encoding.DELTA_BINARY_PACKED and options.encoding is None
+    may_pay_off = physical_type in _NUMERIC_WIDTH and not sorted_ints
+    if count <= SMALL_CHUNK_SIZE:
+        # Small chunks (live-file commits): encode once and decide on the real dictionary.
+        distinct, indices = dictionary_encode(values, physical_type)
+        if _num_values(distinct) <= MAX_DICTIONARY_RATIO * count or (
+            may_pay_off and _pays_off(distinct, count, physical_type)
+        ):
+            return EncodingChoice(True, fallback, (distinct, indices))
+        return EncodingChoice(False, fallback)
     if _sampled_low_cardinality(values, physical_type):
         return EncodingChoice(True, fallback)
-    sorted_ints = fallback == Encoding.DELTA_BINARY_PACKED and options.encoding is None
-    if physical_type in _NUMERIC_WIDTH and not sorted_ints:
-        dictionary = _whole_chunk_dictionary(values, physical_type)
-        if dictionary is not None:
-            return EncodingChoice(True, fallback, dictionary)
+    if may_pay_off:
+        distinct, indices = dictionary_encode(values, physical_type)
+        if _pays_off(distinct, count, physical_type):
+            return EncodingChoice(True, fallback, (distinct, indices))
     return EncodingChoice(False, fallback)
