@@ -33,6 +33,7 @@ from streamwrite.format import structs as t
 from streamwrite.format.sidecar import read_sidecar
 from streamwrite.format.thrift import deserialize
 from streamwrite.layout.actions import LiveFileName
+from streamwrite.layout.txn import TXN_FILE
 from streamwrite.options import ReadOptions
 from streamwrite.schema import ColumnSpec, ParquetSchema, from_physical, parquet_to_arrow
 from workers.decode import KERNEL_ERRORS, DecodedChunk, PageInfo, concat_values, decode_chunk
@@ -456,9 +457,10 @@ def read_table(
 ) -> pa.Table:
     """Read a whole Parquet file, or a live file (a directory) at a committed snapshot.
 
-    ``source`` is a path, a binary file object, the bytes, or a live-file directory (read at
-    its newest commit). ``snapshot`` (a committed ``data.parquet`` size, e.g.
-    ``Commit.parquet_size``) reads exactly that prefix.
+    ``source`` is a path, a binary file object, the bytes, a live-file directory (read at
+    its newest commit) or a table directory (its newest ``_txn`` version). ``snapshot`` (a
+    committed ``data.parquet`` size, e.g. ``Commit.parquet_size``) reads exactly that prefix of
+    a file or live file.
 
     Returns:
         The file's rows as a ``pyarrow.Table``.
@@ -470,6 +472,12 @@ def read_table(
         SchemaError: ``columns`` names a column the file does not have.
         ConfigError: a non-positive ``max_decompressed_page_size``.
     """
+    if isinstance(source, str | os.PathLike) and (Path(source) / TXN_FILE).is_file():
+        if snapshot is not None:
+            raise ConfigError("A table is pinned with Table.snapshot(), not snapshot=.")
+        from streamwrite.table import read_snapshot  # the table layer sits above the reader
+
+        return read_snapshot(Path(source)).read(None if columns is None else list(columns))
     with ParquetFile(
         source,
         verify_checksums=verify_checksums,

@@ -1,0 +1,182 @@
+"""Tables: partition routing, _txn commits, idempotent batches, rollback, policies, snapshots."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import streamwrite
+from streamwrite.errors import ConfigError, SchemaError
+from streamwrite.layout.txn import TXN_FILE, TxnRecord, decode_txn, encode_txn
+from streamwrite.table import open_table
+from streamwrite.testing import reference_table
+
+DAY_NS = 86_400 * 10**9
+
+
+def _run(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    return anyio.run(functools.partial(fn, *args, **kwargs))
+
+
+def _ticks(num_rows: int, start_day: int = 0, seed: int = 0) -> pa.Table:
+    """Reference rows whose timestamps spread over three days from ``start_day``."""
+    table = reference_table(num_rows, seed=seed, start_row=seed * 1_000_000)
+    rng = np.random.default_rng(seed)
+    ts = (start_day + rng.integers(0, 3, num_rows)) * DAY_NS + rng.integers(0, DAY_NS, num_rows)
+    return table.set_column(0, "ts", pa.array(ts, pa.timestamp("ns")))
+
+
+def _sorted(table: pa.Table) -> pa.Table:
+    return table.take(pc.sort_indices(table, [("order_id", "ascending")]))
+
+
+SCHEMA = _ticks(1).schema
+
+
+def test_txn_record_round_trips_and_detects_damage() -> None:
+    record = TxnRecord(
+        version=3,
+        schema="x",
+        timestamp="ts",
+        partition_by="day",
+        partitions={"1970-01-01": 123},
+        applied={"job": 7},
+    )
+    data = encode_txn(record)
+    assert decode_txn(data) == record
+    assert record.is_applied("job", 7) and record.is_applied("job", 3)
+    assert not record.is_applied("job", 8) and not record.is_applied("other", 0)
+    with pytest.raises(streamwrite.CorruptFileError, match="CRC32"):
+        decode_txn(data.replace(b"123", b"124"))
+    with pytest.raises(streamwrite.CorruptFileError):
+        decode_txn(b"{not json")
+
+
+def test_rows_route_to_partitions_and_read_back(tmp_path: Path) -> None:
+    batches = [_ticks(500, start_day=d, seed=d) for d in (0, 2, 1)]  # day 1 arrives late
+
+    async def go() -> None:
+        table = await open_table(tmp_path / "t", SCHEMA, timestamp="ts", partition_by="day")
+        for batch in batches:
+            await table.append(batch)
+        commit = await table.flush()
+        assert commit is not None and commit.num_rows == 1500
+        assert sorted(commit.partitions) == [
+            "1970-01-01",
+            "1970-01-02",
+            "1970-01-03",
+            "1970-01-04",
+            "1970-01-05",
+        ]
+        await table.close()
+
+    _run(go)
+    expected = _sorted(pa.concat_tables(batches))
+    assert _sorted(streamwrite.read_table(tmp_path / "t")).equals(expected)
+    for part in (tmp_path / "t").iterdir():
+        if part.is_dir():
+            days = pc.unique(pc.floor_temporal(streamwrite.read_table(part)["ts"], unit="day"))
+            assert len(days) == 1 and str(days[0].value // DAY_NS) == str(
+                (np.datetime64(part.name) - np.datetime64("1970-01-01")).astype(int)
+            )
+
+
+def test_replayed_batch_ids_write_nothing(tmp_path: Path) -> None:
+    batch = _ticks(300)
+
+    async def go() -> None:
+        table = await open_table(tmp_path / "t", SCHEMA, timestamp="ts", partition_by="day")
+        first = await table.append(batch, app_id="job-1", batch_id=5)
+        assert first is not None and not first.skipped and first.num_rows == 300
+        again = await table.append(batch, app_id="job-1", batch_id=5)
+        older = await table.append(batch, app_id="job-1", batch_id=4)
+        assert again is not None and again.skipped and older is not None and older.skipped
+        assert table.metrics.batches_skipped == 2
+        other = await table.append(batch.slice(0, 10), app_id="job-2", batch_id=5)
+        assert other is not None and not other.skipped
+        await table.close()
+        reopened = await open_table(tmp_path / "t")
+        replay = await reopened.append(batch, app_id="job-1", batch_id=5)
+        assert replay is not None and replay.skipped
+        await reopened.close()
+
+    _run(go)
+    assert streamwrite.read_table(tmp_path / "t").num_rows == 310
+    assert decode_txn((tmp_path / "t" / TXN_FILE).read_bytes()).applied == {"job-1": 5, "job-2": 5}
+
+
+def test_partition_commits_without_a_txn_commit_are_rolled_back(tmp_path: Path) -> None:
+    batch = _ticks(200)
+
+    async def go() -> None:
+        table = await open_table(tmp_path / "t", SCHEMA, timestamp="ts", partition_by="day")
+        await table.append(batch, app_id="a", batch_id=1)
+        await table.close()
+        # A crash after partition commits, before _txn: commit to partitions directly.
+        partition = next(p for p in sorted((tmp_path / "t").iterdir()) if p.is_dir())
+        async with await streamwrite.LiveFile.open(partition) as live:
+            await live.append(_ticks(50, seed=9).slice(0, 50))
+        async with await streamwrite.LiveFile.open(tmp_path / "t" / "1999-01-01", SCHEMA) as live:
+            await live.append(_ticks(5, seed=8))
+        reopened = await open_table(tmp_path / "t")
+        assert reopened.version == 1
+        await reopened.close()
+
+    _run(go)
+    assert _sorted(streamwrite.read_table(tmp_path / "t")).equals(_sorted(batch))
+    assert streamwrite.read_table(tmp_path / "t" / "1999-01-01").num_rows == 0
+
+
+def test_commit_policies_and_background_commits(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with await open_table(
+            tmp_path / "t",
+            SCHEMA,
+            timestamp="ts",
+            partition_by="day",
+            commit_rows=1000,
+            row_group_size=400,
+        ) as table:
+            for i in range(5):
+                assert await table.append(_ticks(300, seed=i)) is None
+            await table.flush()
+            assert table.metrics.commits >= 2
+            assert table.metrics.rows_committed == 1500
+            pinned = table.snapshot()
+            await table.append(_ticks(10, seed=99))
+        assert pinned.read().num_rows == 1500
+        async with await open_table(tmp_path / "t", commit_interval=0.05) as table:
+            await table.append(_ticks(7, seed=50))
+            with anyio.fail_after(5):
+                while table.metrics.commits == 0:
+                    await anyio.sleep(0.02)
+
+    _run(go)
+    assert streamwrite.read_table(tmp_path / "t").num_rows == 1517
+
+
+def test_bad_options_and_schemas(tmp_path: Path) -> None:
+    async def go() -> None:
+        with pytest.raises(ConfigError, match="needs a schema"):
+            await open_table(tmp_path / "none")
+        with pytest.raises(ConfigError, match="partition_by"):
+            await open_table(tmp_path / "x", SCHEMA, timestamp="ts", partition_by="week")
+        with pytest.raises(ConfigError, match="not a timestamp"):
+            await open_table(tmp_path / "x", SCHEMA, timestamp="qty", partition_by="day")
+        table = await open_table(tmp_path / "t", SCHEMA, timestamp="ts", partition_by="day")
+        with pytest.raises(SchemaError):
+            await table.append(pa.table({"x": [1]}))
+        with pytest.raises(ConfigError, match="go together"):
+            await table.append(_ticks(1), app_id="a")
+        await table.close()
+        with pytest.raises(ConfigError, match="cannot change"):
+            await open_table(tmp_path / "t", timestamp="ts", partition_by="hour")
+
+    _run(go)
