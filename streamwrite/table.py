@@ -423,7 +423,7 @@ def _as_table(
 async def _recover_partitions(
     path: Path, record: TxnRecord, write_options: dict[str, Any]
 ) -> dict[str, LiveFile]:
-    """Open every partition; roll back those ahead of ``_txn`` (their table commit never happened)."""
+    """Open every partition; roll back those ahead of ``_txn`` (their table commit never came)."""
     files: dict[str, LiveFile] = {}
     try:
         for child in sorted(
