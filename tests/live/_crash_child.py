@@ -1,0 +1,52 @@
+"""Child process of ``test_crash``: appends commits to a live file until it is SIGKILLed.
+
+Usage: ``python _crash_child.py DIRECTORY SEED MAX_SEQ``
+
+Writes to stdout, one flushed line each (a single ``write`` per line):
+
+- ``open SEQ NUM_ROWS PARQUET_SIZE TORN_BYTES`` once the file is open (created or recovered);
+- ``SEQ NUM_ROWS PARQUET_SIZE`` after every acknowledged commit;
+- ``full`` when commit MAX_SEQ is reached (then it waits to be killed).
+
+Commit ``n`` appends ``reference_table(size, start_row=rows_before)``, so row ids are unique
+and the parent can rebuild every expected value from the commit boundaries alone.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+import time
+
+import anyio
+
+from streamwrite.live import LiveFile
+from streamwrite.testing import reference_table
+
+MAX_BATCH = 20
+ROW_GROUP_SIZE = 8  # a batch of up to 20 rows becomes 1-3 row groups
+
+
+def say(line: str) -> None:
+    os.write(1, (line + "\n").encode())  # one write per line; nothing buffered to lose
+
+
+async def main(directory: str, seed: int, max_seq: int) -> None:
+    rng = random.Random(seed)
+    schema = reference_table(1).schema
+    lf = await LiveFile.open(directory, schema=schema, row_group_size=ROW_GROUP_SIZE)
+    last = lf.last_commit
+    torn = lf.recovery.torn_data_bytes if lf.recovery is not None else 0
+    say(f"open {last.seq} {last.num_rows} {last.parquet_size} {torn}")
+    while last.seq < max_seq:
+        size = rng.randint(1, MAX_BATCH)
+        last = await lf.append(reference_table(size, start_row=last.num_rows))
+        say(f"{last.seq} {last.num_rows} {last.parquet_size}")
+    say("full")
+    while True:
+        time.sleep(1)
+
+
+if __name__ == "__main__":
+    anyio.run(main, sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))
