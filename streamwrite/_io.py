@@ -90,10 +90,10 @@ class LiveFileIO:
             StreamwriteIOError: an action failed (the caller poisons its state machine).
         """
         for action in actions:
-            if self.hook is not None:
-                self.hook(action)
             fd = self._fds[action.file]
             try:
+                if self.hook is not None:
+                    self.hook(action)
                 if isinstance(action, WriteAt):
                     view = memoryview(action.data)
                     offset = action.offset

@@ -24,12 +24,23 @@ import anyio
 import pyarrow as pa
 
 from streamwrite._io import ActionHook, LiveFileIO, fsync_directory
-from streamwrite.errors import ConfigError, SchemaError, StreamwriteError
+from streamwrite.errors import (
+    ConfigError,
+    CorruptFileError,
+    SchemaError,
+    StreamwriteError,
+)
 from streamwrite.format.sidecar import SidecarWriter, read_sidecar
 from streamwrite.layout.actions import LiveFileName, Truncate
 from streamwrite.layout.appender import Appender, Commit, rebuild_sidecar
 from streamwrite.layout.file_writer import FileWriter
-from streamwrite.layout.recovery import FooterVersion, RecoveryPlan, plan_recovery, plan_rollback
+from streamwrite.layout.recovery import (
+    FooterVersion,
+    RecoveryPlan,
+    newest_footer,
+    plan_recovery,
+    plan_rollback,
+)
 from streamwrite.live_info import Snapshot, snapshots_from_sidecar
 from streamwrite.options import BloomFilterOptions, WriteOptions, make_write_options
 from streamwrite.schema import ParquetSchema, arrow_to_parquet, parquet_to_arrow
@@ -44,7 +55,13 @@ EncodedRowGroup = tuple[Sequence[EncodedChunk], int]
 
 def _schema_of(version: FooterVersion) -> ParquetSchema:
     metadata = version.metadata
-    return parquet_to_arrow(metadata.schema or [], metadata.key_value_metadata)
+    try:
+        return parquet_to_arrow(metadata.schema or [], metadata.key_value_metadata)
+    except (StreamwriteError, ValueError) as exc:  # FormatError, UnsupportedError, bad UTF-8
+        raise CorruptFileError(
+            f"The schema in the footer of commit {version.seq} is damaged: {exc}",
+            version.footer_offset,
+        ) from exc
 
 
 def _as_table(
@@ -62,9 +79,20 @@ def _as_table(
 
 
 def _never_committed(io: LiveFileIO) -> bool:
-    """True when ``_pm`` never reached its first commit point (its size field is still 0)."""
+    """True for a creation that crashed before its first commit point: ``_pm``'s size field
+    is still 0 (or ``_pm`` is missing) AND ``data.parquet`` holds no complete footer. A missing
+    ``_pm`` beside committed data is not this case: recovery rebuilds it."""
     head = io.read(LiveFileName.PM, 0, 8)
-    return len(head) < 8 or head == bytes(8)
+    if len(head) == 8 and head != bytes(8):
+        return False
+    try:
+        newest_footer(
+            lambda offset, size: io.read(LiveFileName.DATA, offset, size),
+            io.size(LiveFileName.DATA),
+        )
+    except CorruptFileError:
+        return True
+    return False
 
 
 def _recover(io: LiveFileIO, options: WriteOptions, apply: bool) -> RecoveryPlan:
@@ -256,13 +284,7 @@ class LiveFile:
     @property
     def last_commit(self) -> Commit:
         """The newest acknowledged commit."""
-        appender = self._appender
-        return Commit(
-            seq=appender.seq,
-            parquet_size=appender.parquet_size,
-            num_rows=appender.writer.num_rows,
-            num_row_groups=len(appender.writer.row_groups),
-        )
+        return self._appender.last_commit
 
     def _check_open(self) -> None:
         if self._closed:
@@ -277,7 +299,8 @@ class LiveFile:
         Raises:
             SchemaError: the data's schema differs from the file's.
             StreamwriteIOError: a write or fsync failed; the LiveFile is then poisoned and
-                every later call raises. Reopen it to recover to the last commit.
+                every later append, commit or rollback raises (reads of what was committed
+                still work). Reopen it to recover to the last commit.
         """
         self._check_open()
         table = _as_table(data, self.schema)

@@ -701,7 +701,9 @@ def decode_arrow_schema(value: str) -> pa.Schema:
     """
     try:
         raw = base64.b64decode(value, validate=False)
-        return pa.ipc.read_schema(pa.py_buffer(raw))
+        schema = pa.ipc.read_schema(pa.py_buffer(raw))
+        schema.names  # noqa: B018 - names are decoded lazily: bad UTF-8 raises here, not later
+        return schema
     except (binascii.Error, ValueError, OSError, pa.ArrowException) as exc:
         raise FormatError(
             f"The footer's {ARROW_SCHEMA_KEY} value is not a base64 IPC-serialized Arrow schema "

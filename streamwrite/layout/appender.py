@@ -236,6 +236,8 @@ class Appender:
         self.unused_bytes = unused_bytes
         self.state = AppenderState.READY
         self._pending: PendingCommit | None = None
+        self.last_commit = Commit(seq, writer.offset, writer.num_rows, len(writer.row_groups))
+        """The newest acknowledged commit (a failed commit never changes it)."""
 
     @classmethod
     def create(cls, schema: ParquetSchema, options: WriteOptions) -> tuple[Appender, PendingCommit]:
@@ -353,6 +355,7 @@ class Appender:
         self.unused_bytes = self._pending_unused
         self.state = AppenderState.READY
         self._pending = None
+        self.last_commit = pending.commit
         return pending.commit
 
     def fail(self) -> None:

@@ -38,6 +38,7 @@ from streamwrite.layout.file_writer import KV_COMMIT_SEQ, KV_PREV_SIZE
 __all__ = [
     "FooterVersion",
     "ReadAt",
+    "newest_footer",
     "RecoveryPlan",
     "parse_footer_at",
     "plan_recovery",
@@ -154,7 +155,7 @@ def _chain(read: ReadAt, newest: FooterVersion) -> list[FooterVersion]:
     return versions
 
 
-def _newest_footer(read: ReadAt, data_size: int) -> FooterVersion:
+def newest_footer(read: ReadAt, data_size: int) -> FooterVersion:
     """Scan back from the end for the newest decodable footer of a streamwrite live file."""
     end = data_size
     while end >= 12:
@@ -241,7 +242,7 @@ def plan_recovery(
             _truncate_data(plan, data_size)
             return plan
         reason = "_pm does not describe data.parquet (stale)"
-    newest = _newest_footer(read, data_size)
+    newest = newest_footer(read, data_size)
     versions = _chain(read, newest)
     pm_bytes = rebuild(versions)
     plan = RecoveryPlan(versions, pm_bytes, len(pm_bytes), rebuilt_pm_reason=reason)

@@ -50,14 +50,7 @@ def _fail_first_fsync(how: str, monkeypatch: pytest.MonkeyPatch) -> Callable[[Ac
     "how",
     [
         "os.fsync fails",
-        pytest.param(
-            "hook raises",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="LiveFileIO.run calls the action hook outside its try block, so an "
-                "OSError raised by the hook escapes as a bare OSError, not StreamwriteIOError",
-            ),
-        ),
+        "hook raises",
     ],
 )
 def test_fsync_error_poisons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
@@ -90,11 +83,6 @@ def test_fsync_error_poisons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ho
     run(scenario)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Appender.prepare adds the row groups to the FileWriter before the commit runs and "
-    "fail() does not undo it, so a poisoned LiveFile's last_commit counts the failed rows",
-)
 def test_poisoned_last_commit_is_the_acknowledged_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

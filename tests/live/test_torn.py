@@ -247,20 +247,12 @@ def test_torn_header_patch(ref: Reference, tmp_path: Path, split: int, new_first
     assert_rows(pyarrow_read_prefix(directory, newest.parquet_size), boundaries(snapshots))
 
 
-PM_MISSING_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="LiveFile.open treats a missing or empty _pm as a creation that never committed: "
-    "without a schema it raises ConfigError, with one it truncates data.parquet to 0 bytes",
-)
-
-
 def _check_all_snapshots(directory: Path, snapshots: list[Snapshot]) -> None:
     for i, snapshot in enumerate(snapshots):
         table = streamwrite.read_table(directory, snapshot=snapshot.parquet_size)
         assert_rows(table, boundaries(snapshots[: i + 1]))
 
 
-@PM_MISSING_BUG
 def test_pm_missing_is_rebuilt(ref: Reference, tmp_path: Path) -> None:
     """``_pm`` deleted: reopening rebuilds it from the footer chain, every snapshot kept."""
     directory = tmp_path / "lf"
@@ -277,7 +269,6 @@ def test_pm_missing_is_rebuilt(ref: Reference, tmp_path: Path) -> None:
     _check_all_snapshots(directory, ref.snapshots_k1)
 
 
-@PM_MISSING_BUG
 def test_pm_missing_open_with_schema_keeps_data(ref: Reference, tmp_path: Path) -> None:
     """``_pm`` deleted and the file reopened *with* its schema: rebuilt, never started over."""
     directory = tmp_path / "lf"
@@ -291,7 +282,6 @@ def test_pm_missing_open_with_schema_keeps_data(ref: Reference, tmp_path: Path) 
     assert (directory / DATA_NAME).read_bytes() == ref.data_k1
 
 
-@PM_MISSING_BUG
 def test_pm_empty_after_interrupted_rebuild(ref: Reference, tmp_path: Path) -> None:
     """A crash inside a rebuild (after Truncate(_pm, 0), before the write) loses nothing."""
     directory = tmp_path / "lf"
@@ -401,12 +391,6 @@ def test_flipped_footer_framing_is_corrupt(ref: Reference, tmp_path: Path, where
         assert (directory / PM_NAME).read_bytes() == ref.pm_k1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="damage to the schema part of the committed footer escapes recovery's checks: "
-    "LiveFile.open raises FormatError/UnsupportedError without an offset from the schema "
-    "mapping, and a raw UnicodeDecodeError for a flipped name inside ARROW:schema",
-)
 def test_flipped_footer_sweep(ref: Reference, tmp_path: Path) -> None:
     """Every flipped byte of the committed footer: CorruptFileError with an offset, or
     a file that still reads exactly the committed values (a footer has no checksum, so a flip
@@ -448,11 +432,6 @@ def test_flipped_footer_sweep(ref: Reference, tmp_path: Path) -> None:
     assert not failures, f"{len(failures)} flips: " + "; ".join(failures[:10])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="LiveFile.open lets pyarrow's UnicodeDecodeError escape from the schema mapping "
-    "(read_table wraps the same damage in CorruptFileError)",
-)
 def test_flipped_name_in_arrow_schema_is_corrupt(ref: Reference, tmp_path: Path) -> None:
     """A flipped bit in a column name inside the footer's base64 ARROW:schema."""
     directory = tmp_path / "lf"
