@@ -41,12 +41,8 @@ from types import TracebackType
 from typing import Protocol
 
 import anyio
-import pyarrow as pa
 
 from streamwrite.errors import ConfigError, StreamwriteError
-from streamwrite.layout.file_writer import chunk_settings
-from streamwrite.options import WriteOptions
-from streamwrite.schema import ParquetSchema, to_physical
 from workers.chunk import EncodedChunk
 from workers.jobs import EncodeChunkJob, run_job
 from workers.shm import Reply, job_nbytes, pack_job, worker_main
@@ -58,7 +54,6 @@ __all__ = [
     "InlineExecutor",
     "ProcessPool",
     "WorkerError",
-    "row_group_jobs",
 ]
 
 SEGMENT_PREFIX = "sw_"
@@ -96,28 +91,6 @@ class Executor(Protocol):
     async def aclose(self) -> None:
         """Release the executor's resources."""
         ...
-
-
-def row_group_jobs(
-    table: pa.Table, schema: ParquetSchema, options: WriteOptions
-) -> list[EncodeChunkJob]:
-    """The jobs encoding every column of ``table`` (one row group), in schema order.
-
-    Returns:
-        One job per column, as :func:`streamwrite.writer.encode_row_group` builds them.
-    """
-    jobs = []
-    for spec, column in zip(schema.columns, table.columns, strict=True):
-        physical = to_physical(column, spec)
-        jobs.append(
-            EncodeChunkJob(
-                settings=chunk_settings(spec, options),
-                values=physical.values,
-                def_levels=physical.def_levels,
-                num_rows=physical.num_rows,
-            )
-        )
-    return jobs
 
 
 async def _gather_in_order(
