@@ -92,4 +92,4 @@ def test_quickstart_example_runs(tmp_path: Path) -> None:
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "read back equal by" in proc.stdout
+    assert "every one equal in streamwrite, pyarrow" in proc.stdout
