@@ -17,7 +17,6 @@ from pathlib import Path
 
 import anyio
 import duckdb
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 import streamwrite

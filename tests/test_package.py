@@ -82,8 +82,10 @@ def test_quickstart_example_runs(tmp_path: Path) -> None:
         [
             sys.executable,
             str(ROOT / "examples" / "quickstart.py"),
-            "--rows",
-            "20000",
+            "--seconds",
+            "2",
+            "--workers",
+            "1",
             "--out",
             str(tmp_path),
         ],
