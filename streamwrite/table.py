@@ -118,6 +118,7 @@ class TableMetrics:
 class _Partition:
     pending: list[pa.Table] = field(default_factory=list)
     pending_rows: int = 0
+    pending_bytes: int = 0
     encoded: list[EncodedRowGroup] = field(default_factory=list)
 
 
@@ -158,6 +159,7 @@ class Table:
         owns_executor: bool,
         policy: tuple[int | None, int | None, float | None],
         write_options: dict[str, Any],
+        row_group_bytes: int | None = None,
     ) -> None:
         self.path = path
         self.schema = schema
@@ -166,6 +168,7 @@ class Table:
         self._executor = executor
         self._owns_executor = owns_executor
         self._commit_rows, self._commit_bytes, self._commit_interval = policy
+        self._row_group_bytes = row_group_bytes
         self._write_options = write_options
         self._options = make_write_options(schema.names, **write_options)
         self._parquet_schema = arrow_to_parquet(schema)
@@ -187,15 +190,31 @@ class Table:
         jobs = row_group_jobs(table, self._parquet_schema, self._options)
         return (await self._executor.run_all(jobs), table.num_rows)
 
-    async def _cut(self, name: str, buffer: _Partition, *, partial: bool) -> None:
-        """Encode full row groups of a partition buffer (and the rest too, if ``partial``)."""
+    def _row_group_rows(self, buffer: _Partition) -> int:
+        """Rows of the next row group: ``row_group_size``, fewer when ``row_group_bytes`` says."""
         size = self._options.row_group_size
-        while buffer.pending_rows >= size or (partial and buffer.pending_rows):
+        if self._row_group_bytes is not None and buffer.pending_bytes >= self._row_group_bytes:
+            per_row = buffer.pending_bytes / max(1, buffer.pending_rows)
+            size = min(size, max(1, int(self._row_group_bytes / per_row)))
+        return size
+
+    async def _cut(self, name: str, buffer: _Partition, *, partial: bool) -> None:
+        """Encode full row groups of a partition buffer (and the rest too, if ``partial``).
+
+        The buffer changes only after a row group is encoded, so a cancelled encode loses
+        nothing.
+        """
+        while buffer.pending_rows:
+            size = self._row_group_rows(buffer)
+            if buffer.pending_rows < size and not partial:
+                return
             rows = pa.concat_tables(buffer.pending)
             piece, rest = rows.slice(0, size), rows.slice(size)
+            encoded = await self._encode(piece)
             buffer.pending = [rest] if rest.num_rows else []
             buffer.pending_rows = rest.num_rows
-            buffer.encoded.append(await self._encode(piece))
+            buffer.pending_bytes = rest.nbytes
+            buffer.encoded.append(encoded)
 
     def _check(self) -> None:
         if self._closed:
@@ -239,6 +258,14 @@ class Table:
         if (app_id is None) != (batch_id is None):
             raise ConfigError("app_id and batch_id go together.")
         table = _as_table(data, self.schema)
+        # Once accepted, a batch is buffered (or committed) whole: cancellation waits for that.
+        with anyio.CancelScope(shield=True):
+            result = await self._accept(table, app_id, batch_id)
+        return result
+
+    async def _accept(
+        self, table: pa.Table, app_id: str | None, batch_id: int | None
+    ) -> TableCommit | None:
         async with self._lock:
             if (
                 app_id is not None
@@ -255,6 +282,7 @@ class Table:
                 buffer = self._buffers.setdefault(name, _Partition())
                 buffer.pending.append(rows)
                 buffer.pending_rows += rows.num_rows
+                buffer.pending_bytes += rows.nbytes
                 await self._cut(name, buffer, partial=False)
             self._buffered_rows += table.num_rows
             self._buffered_bytes += table.nbytes
@@ -460,6 +488,7 @@ async def open_table(
     commit_rows: int | None = None,
     commit_bytes: int | None = None,
     commit_interval: float | None = None,
+    row_group_bytes: int | None = None,
     **write_options: Any,
 ) -> Table:
     """Create the table at ``path`` (a directory) or reopen it, recovering first.
@@ -473,6 +502,8 @@ async def open_table(
             inline executor owned by the table.
         commit_rows, commit_bytes, commit_interval: commit when this many rows or bytes are
             buffered, or this many seconds passed since the last commit.
+        row_group_bytes: also cut a row group when a partition buffers this many (Arrow)
+            bytes; ``row_group_size`` (rows, a write option) applies too.
         write_options: as for :func:`streamwrite.write_table`.
 
     Returns:
@@ -483,7 +514,11 @@ async def open_table(
         CorruptFileError: a partition is behind the table's ``_txn``.
     """
     directory = Path(path)
-    for name, value in (("commit_rows", commit_rows), ("commit_bytes", commit_bytes)):
+    for name, value in (
+        ("commit_rows", commit_rows),
+        ("commit_bytes", commit_bytes),
+        ("row_group_bytes", row_group_bytes),
+    ):
         if value is not None and value < 1:
             raise ConfigError(f"{name} must be positive, got {value!r}.")
     if commit_interval is not None and not (commit_interval > 0 and math.isfinite(commit_interval)):
@@ -525,4 +560,5 @@ async def open_table(
         owns,
         (commit_rows, commit_bytes, commit_interval),
         write_options,
+        row_group_bytes,
     )

@@ -180,3 +180,57 @@ def test_bad_options_and_schemas(tmp_path: Path) -> None:
             await open_table(tmp_path / "t", timestamp="ts", partition_by="hour")
 
     _run(go)
+
+
+def test_pool_and_inline_tables_are_byte_identical(tmp_path: Path) -> None:
+    from streamwrite._pool import ProcessPool
+
+    batches = [_ticks(700, seed=s) for s in range(3)]
+
+    async def fill(path: Path, pool: Any) -> None:
+        table = await open_table(
+            path, SCHEMA, timestamp="ts", partition_by="day", executor=pool, row_group_size=256
+        )
+        for i, batch in enumerate(batches):
+            await table.append(batch, app_id="a", batch_id=i)
+        await table.close()
+
+    async def go() -> None:
+        await fill(tmp_path / "inline", None)
+        async with await ProcessPool.open(2) as pool:
+            await fill(tmp_path / "pool", pool)
+
+    _run(go)
+    inline = sorted(
+        p.relative_to(tmp_path / "inline") for p in (tmp_path / "inline").rglob("*") if p.is_file()
+    )
+    pooled = sorted(
+        p.relative_to(tmp_path / "pool") for p in (tmp_path / "pool").rglob("*") if p.is_file()
+    )
+    assert inline == pooled
+    for rel in inline:
+        assert (tmp_path / "inline" / rel).read_bytes() == (tmp_path / "pool" / rel).read_bytes(), (
+            rel
+        )
+
+
+def test_cancelled_appends_are_all_or_nothing_and_row_groups_cut_by_bytes(tmp_path: Path) -> None:
+    batches = [_ticks(400, seed=s) for s in range(6)]
+
+    async def go() -> None:
+        table = await open_table(
+            tmp_path / "t", SCHEMA, timestamp="ts", partition_by="day", row_group_bytes=20_000
+        )
+        cancelled = 0
+        for batch in batches:
+            with anyio.move_on_after(0.0005) as scope:  # the deadline passes mid-append
+                await table.append(batch)
+            cancelled += scope.cancelled_caught
+        await table.close()
+        assert cancelled > 0  # the cancellations happened, and each batch still went in whole
+
+    _run(go)
+    result = streamwrite.read_table(tmp_path / "t")
+    assert _sorted(result).equals(_sorted(pa.concat_tables(batches)))
+    md = streamwrite.ParquetFile(next(p for p in (tmp_path / "t").iterdir() if p.is_dir())).metadata
+    assert max(rg.num_rows for rg in md.row_groups) < 400  # cut by bytes, not by the 1Mi rows
