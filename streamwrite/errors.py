@@ -10,6 +10,7 @@ Every error the library raises on purpose derives from :class:`StreamwriteError`
     |   +-- CorruptFileError              damage inside a file (carries the absolute offset)
     |   +-- ChecksumError                 a page CRC32 mismatch
     +-- LimitError (ValueError)           input would exceed a configured safety limit
+    +-- EncryptionError                   a module fails to decrypt/authenticate, or keys are wrong
     +-- StreamwriteIOError (OSError)      an I/O step failed
 
 ``UnsupportedError`` is also raised for codecs (LZO) and types (nested) we do not handle.
@@ -24,6 +25,7 @@ __all__ = [
     "ChecksumError",
     "ConfigError",
     "CorruptFileError",
+    "EncryptionError",
     "FormatError",
     "LimitError",
     "SchemaError",
@@ -73,6 +75,11 @@ class ChecksumError(CorruptFileError):
 
 class LimitError(StreamwriteError, ValueError):
     """Input would exceed a safety limit (decompressed size, string length, nesting depth...)."""
+
+
+class EncryptionError(StreamwriteError):
+    """A module fails to decrypt or authenticate (wrong key, missing AAD prefix, tampered or
+    moved bytes), or key material cannot be unwrapped. Messages name the module, never a key."""
 
 
 class StreamwriteIOError(StreamwriteError, OSError):
