@@ -33,12 +33,13 @@ Per micro-batch the sink:
 
 Schema. A table that exists keeps its schema: batch columns are matched by name (order may
 differ; missing or extra columns are a :class:`SchemaError`) and cast where the types differ
-(Spark timestamps arrive as ``timestamp[us, tz=<session time zone>]``; a cast that would lose
-data raises). A new table takes the ``schema=`` option if given, else the first non-empty
-batch's Arrow schema normalised so that it does not depend on session settings: timestamps with
-a time zone become ``tz="UTC"`` (the same instants; a zone only changes display), large
-string/binary become string/binary, field metadata is dropped and every field is nullable
-(as Spark's own Parquet writer does; later batches of other queries may differ in nullability).
+(Spark timestamps arrive zoned, ``timestamp[us, tz=...]``; classic pyspark 4 labels them UTC
+whatever the session time zone; a cast that would lose data raises). A new table takes the
+``schema=`` option if given, else the first non-empty batch's Arrow schema, normalised so that
+it does not depend on session settings: timestamps with a time zone become ``tz="UTC"`` (the
+same instants; a zone only changes display), large string/binary become string/binary, field
+metadata is dropped and every field is nullable (as Spark's own Parquet writer does; another
+query's batches may differ in nullability). TimestampNTZ stays ``timestamp[us]``.
 
 App id. ``app_id`` defaults to ``"spark-"`` and 16 hex digits of the SHA-256 of the table's
 absolute path: stable across restarts of one query, with no setup. It assumes one query (one
@@ -79,7 +80,14 @@ from streamwrite.table import TableCommit, open_table, read_snapshot
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["ForeachBatchSink", "default_app_id", "foreach_batch_sink", "read_table_df"]
+__all__ = [
+    "ForeachBatchSink",
+    "conform",
+    "default_app_id",
+    "foreach_batch_sink",
+    "read_table_df",
+    "table_schema_for",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -177,7 +185,7 @@ def _applied_batch_id(path: Path, app_id: str) -> int | None:
     return decode_txn(data).applied.get(app_id)
 
 
-async def append_batch(
+async def _append_batch(
     path: Path,
     batch: pa.Table,
     app_id: str,
@@ -241,7 +249,7 @@ class ForeachBatchSink:
             )
         commit = anyio.run(
             functools.partial(
-                append_batch,
+                _append_batch,
                 self.path,
                 batch,
                 self.app_id,
