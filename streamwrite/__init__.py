@@ -13,6 +13,14 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "Commit": "streamwrite.layout.appender",
+    "EncryptionError": "streamwrite.errors",
+    "InlineExecutor": "streamwrite._pool",
+    "ProcessPool": "streamwrite._pool",
+    "WorkerError": "streamwrite._pool",
+    "Table": "streamwrite.table",
+    "TableCommit": "streamwrite.table",
+    "TableSnapshot": "streamwrite.table",
+    "open_table": "streamwrite.table",
     "LiveFile": "streamwrite.live",
     "Snapshot": "streamwrite.live_info",
     "ParquetFile": "streamwrite.reader",
@@ -36,26 +44,36 @@ __all__ = [
     "Commit",
     "ConfigError",
     "CorruptFileError",
+    "EncryptionError",
     "FormatError",
+    "InlineExecutor",
     "LimitError",
     "LiveFile",
     "ParquetFile",
     "ParquetWriter",
+    "ProcessPool",
     "SchemaError",
     "Snapshot",
     "SortingColumn",
     "StreamwriteError",
     "StreamwriteIOError",
+    "Table",
+    "TableCommit",
+    "TableSnapshot",
     "UnsupportedError",
+    "WorkerError",
+    "open_table",
     "read_table",
     "write_table",
 ]
 
 if TYPE_CHECKING:
+    from streamwrite._pool import InlineExecutor, ProcessPool, WorkerError
     from streamwrite.errors import (
         ChecksumError,
         ConfigError,
         CorruptFileError,
+        EncryptionError,
         FormatError,
         LimitError,
         SchemaError,
@@ -68,6 +86,7 @@ if TYPE_CHECKING:
     from streamwrite.live_info import Snapshot
     from streamwrite.options import SortingColumn
     from streamwrite.reader import ParquetFile, read_table
+    from streamwrite.table import Table, TableCommit, TableSnapshot, open_table
     from streamwrite.writer import ParquetWriter, write_table
 
 
