@@ -4,6 +4,12 @@ The writer slices a table into row groups, turns each column slice into its phys
 (:mod:`streamwrite.schema`), encodes every column chunk through :func:`workers.run_job` (inline
 here; the process pool uses the same entry point), and appends what the
 :class:`~streamwrite.layout.file_writer.FileWriter` state machine returns.
+
+With ``encryption=FileEncryption(...)`` the file is encrypted (spec 7.3): the writer opens one
+:class:`~streamwrite.encryption.FileEncryptor` per file (fresh ``aad_file_unique``), each
+column chunk's job carries its column's cipher and its row group and column ordinals (pages
+and bloom filters are encrypted where the chunk is encoded), and the file writer encrypts
+column metadata, page indexes and the footer.
 """
 
 from __future__ import annotations
@@ -15,7 +21,8 @@ from typing import IO, Any
 
 import pyarrow as pa
 
-from streamwrite.errors import SchemaError, StreamwriteIOError
+from streamwrite.encryption import FileEncryption, FileEncryptor
+from streamwrite.errors import ConfigError, SchemaError, StreamwriteIOError
 from streamwrite.layout.file_writer import FileWriter, chunk_settings
 from streamwrite.options import WriteOptions, make_write_options
 from streamwrite.schema import ParquetSchema, arrow_to_parquet, to_physical
@@ -28,15 +35,32 @@ Where = str | os.PathLike[str] | IO[bytes]
 
 
 def row_group_jobs(
-    table: pa.Table, schema: ParquetSchema, options: WriteOptions
+    table: pa.Table,
+    schema: ParquetSchema,
+    options: WriteOptions,
+    encryptor: FileEncryptor | None = None,
+    row_group_ordinal: int = 0,
 ) -> list[EncodeChunkJob]:
     """One encoding job per column of ``table`` (one row group), in schema order.
 
+    Args:
+        table: The row group's rows.
+        schema: The file's schema.
+        options: The write options.
+        encryptor: The file's encryption state, when the file is encrypted.
+        row_group_ordinal: The ordinal the row group will have in the file (used in the
+            module AADs of encrypted columns).
+
     Returns:
         The jobs, ready for :func:`workers.jobs.run_job` or an executor.
+
+    Raises:
+        LimitError: An encrypted file's ``row_group_ordinal`` exceeds 32767.
     """
+    if encryptor is not None:
+        encryptor.check_row_group_ordinal(row_group_ordinal)
     jobs = []
-    for spec, column in zip(schema.columns, table.columns, strict=True):
+    for ordinal, (spec, column) in enumerate(zip(schema.columns, table.columns, strict=True)):
         physical = to_physical(column, spec)
         jobs.append(
             EncodeChunkJob(
@@ -44,6 +68,11 @@ def row_group_jobs(
                 values=physical.values,
                 def_levels=physical.def_levels,
                 num_rows=physical.num_rows,
+                crypto=(
+                    None
+                    if encryptor is None
+                    else encryptor.chunk_crypto(row_group_ordinal, ordinal)
+                ),
             )
         )
     return jobs
@@ -54,27 +83,56 @@ def encode_row_group(
     schema: ParquetSchema,
     options: WriteOptions,
     run: Callable[[EncodeChunkJob], EncodedChunk] = run_job,
+    encryptor: FileEncryptor | None = None,
+    row_group_ordinal: int = 0,
 ) -> list[EncodedChunk]:
     """Encode every column of ``table`` (one row group) into column chunks, in schema order.
 
+    ``encryptor`` and ``row_group_ordinal`` as in :func:`row_group_jobs`.
+
     Returns:
         One encoded chunk per column.
+
+    Raises:
+        LimitError: An encrypted file's ``row_group_ordinal`` exceeds 32767.
     """
-    return [run(job) for job in row_group_jobs(table, schema, options)]
+    jobs = row_group_jobs(table, schema, options, encryptor, row_group_ordinal)
+    return [run(job) for job in jobs]
 
 
 class ParquetWriter:
     """Write a Parquet file from tables or record batches of one schema.
 
-    ``ParquetWriter(where, schema, **options)`` takes the keyword arguments of
+    ``ParquetWriter(where, schema, encryption=None, **options)`` takes the keyword arguments of
     :func:`write_table`. Use it as a context manager or call :meth:`close`, which writes the
     footer; until then the file is incomplete.
+
+    Raises:
+        ConfigError: Bad option values, or encryption settings naming unknown columns.
+        EncryptionError: The KMS fails to wrap a data key.
+        StreamwriteIOError: The file cannot be opened.
     """
 
-    def __init__(self, where: Where, schema: pa.Schema, **options: Any) -> None:
+    def __init__(
+        self,
+        where: Where,
+        schema: pa.Schema,
+        *,
+        encryption: FileEncryption | None = None,
+        **options: Any,
+    ) -> None:
         self.schema = arrow_to_parquet(schema)
         self.options = make_write_options(schema.names, **options)
-        self._writer = FileWriter(self.schema, self.options)
+        if encryption is not None and not isinstance(encryption, FileEncryption):
+            raise ConfigError(
+                f"encryption must be a FileEncryption, not a {type(encryption).__name__}."
+            )
+        self._encryptor = (
+            None
+            if encryption is None
+            else encryption.open_file([spec.name for spec in self.schema.columns])
+        )
+        self._writer = FileWriter(self.schema, self.options, encryptor=self._encryptor)
         self._owns_file = isinstance(where, str | os.PathLike)
         self._file: IO[bytes]
         if isinstance(where, str | os.PathLike):
@@ -94,7 +152,14 @@ class ParquetWriter:
             raise StreamwriteIOError(f"Writing to the Parquet file failed: {exc}.") from exc
 
     def write_table(self, table: pa.Table, row_group_size: int | None = None) -> None:
-        """Append ``table`` as row groups of at most ``row_group_size`` rows."""
+        """Append ``table`` as row groups of at most ``row_group_size`` rows.
+
+        Raises:
+            SchemaError: The table's schema differs from the writer's.
+            LimitError: An encrypted file would get more than 32768 row groups (nothing of
+                the refused row group is written).
+            StreamwriteIOError: Writing fails.
+        """
         if not table.schema.equals(self.schema.arrow_schema, check_metadata=False):
             raise SchemaError(
                 f"Table schema {table.schema} does not match the writer's schema "
@@ -103,7 +168,13 @@ class ParquetWriter:
         size = row_group_size or self.options.row_group_size
         for start in range(0, table.num_rows, size):
             piece = table.slice(start, size)
-            chunks = encode_row_group(piece, self.schema, self.options)
+            chunks = encode_row_group(
+                piece,
+                self.schema,
+                self.options,
+                encryptor=self._encryptor,
+                row_group_ordinal=len(self._writer.row_groups),
+            )
             self._write(self._writer.add_row_group(chunks, piece.num_rows))
 
     def write_batch(self, batch: pa.RecordBatch) -> None:
@@ -139,7 +210,9 @@ class ParquetWriter:
         self.close()
 
 
-def write_table(table: pa.Table, where: Where, **options: Any) -> None:
+def write_table(
+    table: pa.Table, where: Where, *, encryption: FileEncryption | None = None, **options: Any
+) -> None:
     """Write ``table`` to a Parquet file at ``where`` (a path or a binary file object).
 
     Keyword arguments, as ``pyarrow.parquet.write_table``: ``row_group_size``,
@@ -148,14 +221,18 @@ def write_table(table: pa.Table, where: Where, **options: Any) -> None:
     ``column_encoding``, ``write_statistics``, ``write_page_index``, ``write_page_checksum``,
     ``bloom_filter_options`` (``{column: {"ndv": int, "fpp": float}}`` or ``{column: True}``),
     ``sorting_columns``, ``key_value_metadata``, ``dictionary_pagesize_limit``,
-    ``statistics_truncate_length``.
+    ``statistics_truncate_length``; and ``encryption``, a
+    :class:`~streamwrite.encryption.FileEncryption` to encrypt the file (Parquet modular
+    encryption).
 
     Raises:
-        ConfigError: bad option values.
+        ConfigError: bad option values, or encryption settings naming unknown columns.
+        EncryptionError: the KMS fails to wrap a data key.
+        LimitError: an encrypted file would get more than 32768 row groups.
         SchemaError: a type streamwrite cannot write (``UnsupportedError`` for nested types).
         StreamwriteIOError: the file cannot be written.
     """
     if isinstance(table, pa.RecordBatch):
         table = pa.Table.from_batches([table])
-    with ParquetWriter(where, table.schema, **options) as writer:
+    with ParquetWriter(where, table.schema, encryption=encryption, **options) as writer:
         writer.write_table(table)

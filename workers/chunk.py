@@ -15,6 +15,13 @@ Alongside the bytes it returns the ColumnMetaData (with ``data_page_offset`` and
 ``dictionary_page_offset`` relative to the chunk), chunk Statistics, SizeStatistics,
 PageEncodingStats, the ColumnIndex, the OffsetIndex (relative ``offset``s) and the serialized
 bloom filter (BloomFilterHeader + bitset) of the chunk's distinct values.
+
+Encrypted columns (``crypto`` given; spec 7.3): every page is sealed as in :mod:`workers.page`
+with its data page ordinal, and the bloom filter becomes two modules,
+``enc(BloomFilterHeader) enc(bitset)`` (``BLOOM_FILTER_HEADER`` and ``BLOOM_FILTER_BITSET``,
+AES-GCM). Sizes and page locations count the stored (encrypted) bytes. The ColumnMetaData and
+the page index stay plaintext here: their offsets are rebased by the file writer, which
+encrypts them.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from streamwrite.format import structs as t
+from streamwrite.format.aad import ModuleType
 from streamwrite.format.enums import Encoding, PageType, Type
 from streamwrite.format.thrift import serialize
 from streamwrite.options import ColumnOptions, DataPageVersion
@@ -36,11 +44,17 @@ from workers.encoding.dictionary import dictionary_encode, encode_dictionary_ind
 from workers.encoding.plain import encode_plain
 from workers.encoding.rle_hybrid import encode_levels_v1, encode_rle_hybrid
 from workers.encodings import check_encoding, encode_values
-from workers.page import BuiltPage, build_data_page_v1, build_data_page_v2, build_dictionary_page
+from workers.page import (
+    BuiltPage,
+    ChunkCrypto,
+    build_data_page_v1,
+    build_data_page_v2,
+    build_dictionary_page,
+)
 from workers.stats import SortOrder, ValueStats, boundary_order, compute_stats
 from workers.values import BinaryValues
 
-__all__ = ["ChunkSettings", "EncodedChunk", "encode_chunk"]
+__all__ = ["ChunkCrypto", "ChunkSettings", "EncodedChunk", "encode_chunk"]
 
 _FIXED_WIDTH = {Type.INT32: 4, Type.INT64: 8, Type.INT96: 12, Type.FLOAT: 4, Type.DOUBLE: 8}
 
@@ -155,7 +169,9 @@ def _statistics(stats: ValueStats, null_count: int) -> t.Statistics:
     )
 
 
-def _bloom_filter(distinct: Any, settings: ChunkSettings) -> bytes | None:
+def _bloom_filter(
+    distinct: Any, settings: ChunkSettings, crypto: ChunkCrypto | None
+) -> bytes | None:
     options = settings.column.bloom_filter
     if options is None:
         return None
@@ -172,6 +188,10 @@ def _bloom_filter(distinct: Any, settings: ChunkSettings) -> bytes | None:
         hash=t.BloomFilterHash(XXHASH=t.XxHash()),
         compression=t.BloomFilterCompression(UNCOMPRESSED=t.Uncompressed()),
     )
+    if crypto is not None:
+        return crypto.encrypt(ModuleType.BLOOM_FILTER_HEADER, serialize(header)) + crypto.encrypt(
+            ModuleType.BLOOM_FILTER_BITSET, bitset
+        )
     return serialize(header) + bitset
 
 
@@ -247,6 +267,8 @@ def _data_page(
     num_rows: int,
     num_values: int,
     encoding: Encoding,
+    crypto: ChunkCrypto | None,
+    page_ordinal: int,
 ) -> BuiltPage:
     column = settings.column
     if settings.data_page_version == DataPageVersion.V2:
@@ -261,6 +283,8 @@ def _data_page(
             codec=column.compression,
             compression_level=column.compression_level,
             write_crc=settings.write_page_checksum,
+            crypto=crypto,
+            page_ordinal=page_ordinal,
         )
     levels = b"" if def_levels is None else _encode_def_levels(def_levels, num_values, True)
     return build_data_page_v1(
@@ -271,6 +295,8 @@ def _data_page(
         codec=column.compression,
         compression_level=column.compression_level,
         write_crc=settings.write_page_checksum,
+        crypto=crypto,
+        page_ordinal=page_ordinal,
     )
 
 
@@ -279,6 +305,7 @@ def encode_chunk(
     values: Any,
     def_levels: npt.NDArray[np.uint8] | None,
     num_rows: int,
+    crypto: ChunkCrypto | None = None,
 ) -> EncodedChunk:
     """Encode one column chunk.
 
@@ -287,12 +314,17 @@ def encode_chunk(
         values: the non-null values, in the :mod:`workers.values` form.
         def_levels: one 0/1 definition level per row (None for REQUIRED columns).
         num_rows: rows in the chunk.
+        crypto: the column's cipher and the chunk's row group and column ordinals, when the
+            column is encrypted.
 
     Returns:
-        The chunk bytes with its metadata, page index and bloom filter.
+        The chunk bytes with its metadata, page index and bloom filter (pages and bloom
+        filter encrypted when ``crypto`` is given).
 
     Raises:
         ConfigError: an explicitly chosen encoding that cannot encode this column.
+        LimitError: an encrypted chunk with more than 32768 data pages or an ordinal above
+            32767.
     """
     column = settings.column
     ptype = settings.physical_type
@@ -338,6 +370,7 @@ def encode_chunk(
                 codec=column.compression,
                 compression_level=column.compression_level,
                 write_crc=settings.write_page_checksum,
+                crypto=crypto,
             )
             builder.dictionary_page_offset = builder.add(
                 page, PageType.DICTIONARY_PAGE, Encoding.PLAIN
@@ -370,7 +403,16 @@ def encode_chunk(
                 value_bytes = encode_values(page_values, ptype, encoding)
                 page_encoding = encoding
             levels = None if def_levels is None else def_levels[r0:r1]
-            page = _data_page(settings, value_bytes, levels, r1 - r0, v1 - v0, page_encoding)
+            page = _data_page(
+                settings,
+                value_bytes,
+                levels,
+                r1 - r0,
+                v1 - v0,
+                page_encoding,
+                crypto,
+                len(builder.locations),  # the data page ordinal
+            )
             stats = None
             if want_stats:
                 # A dictionary page's bounds are those of the entries it uses: far fewer values.
@@ -389,7 +431,7 @@ def encode_chunk(
 
     # Chunk bounds: over the distinct values when the dictionary covers the whole chunk.
     stats_values = distinct if dict_rows == num_rows and distinct is not None else values
-    return _finish(settings, builder, values, stats_values, num_rows, num_values, distinct)
+    return _finish(settings, builder, values, stats_values, num_rows, num_values, distinct, crypto)
 
 
 def _finish(
@@ -400,6 +442,7 @@ def _finish(
     num_rows: int,
     num_values: int,
     distinct: Any,
+    crypto: ChunkCrypto | None,
 ) -> EncodedChunk:
     ptype = settings.physical_type
     null_count = num_rows - num_values
@@ -452,7 +495,7 @@ def _finish(
         column_index = _column_index(settings, builder)
     if distinct is None and settings.column.bloom_filter is not None:
         distinct = values
-    bloom = _bloom_filter(distinct, settings) if distinct is not None else None
+    bloom = _bloom_filter(distinct, settings, crypto) if distinct is not None else None
     return EncodedChunk(
         data=b"".join(builder.parts),
         meta_data=meta,

@@ -1,16 +1,26 @@
-"""Page assembly: encoded sections -> compressed body -> (encryption, later) -> CRC -> header.
+"""Page assembly: encoded sections -> compressed body -> [encrypted body] -> CRC -> header.
 
-Byte layout of one page in a column chunk (parquet-format, "Data Pages")::
+Byte layout of one page in a column chunk (parquet-format, "Data Pages"; encryption: spec 7.3,
+"Parquet Modular Encryption", 5.1 and 4.4)::
 
     page      := PageHeader (Thrift compact) body
+               | enc(PageHeader) enc(body)                 encrypted column
     v1 body   := compress( [rep levels] [def levels] values )   levels: u32 LE length + RLE hybrid
     v2 body   := [rep levels] [def levels] maybe-compress( values )   levels: RLE hybrid only
     dict body := compress( PLAIN dictionary entries )
+    enc(x)    := length nonce ciphertext [tag]             see workers.cipher
+
+In an encrypted column the body is one ``DATA_PAGE`` / ``DICTIONARY_PAGE`` module (AES-CTR under
+``AES_GCM_CTR_V1``, else AES-GCM) and the header one ``DATA_PAGE_HEADER`` /
+``DICTIONARY_PAGE_HEADER`` module (always AES-GCM); data page modules carry the page's ordinal
+in the chunk (data pages counted from 0, the dictionary page not counted), as parquet-cpp and
+parquet-java write them.
 
 ``PageHeader.crc`` is the CRC32 (zlib polynomial) of the body bytes exactly as stored, i.e.
-after compression (and, once encryption lands, after encryption). ``uncompressed_page_size``
-counts levels + values before compression; ``compressed_page_size`` is the stored body size.
-In v2, ``is_compressed`` is cleared when compression would not make the values smaller.
+after compression and encryption (as parquet-cpp). ``uncompressed_page_size`` counts levels +
+values before compression; ``compressed_page_size`` is the stored body size (the framed module
+when encrypted). In v2, ``is_compressed`` is cleared when compression would not make the values
+smaller.
 """
 
 from __future__ import annotations
@@ -19,11 +29,46 @@ import zlib
 from dataclasses import dataclass
 
 from streamwrite.format import structs as t
+from streamwrite.format.aad import ModuleType
 from streamwrite.format.enums import CompressionCodec, Encoding, PageType
 from streamwrite.format.thrift import serialize
+from workers.cipher import ModuleCipher
 from workers.compression import compress
 
-__all__ = ["BuiltPage", "build_data_page_v1", "build_data_page_v2", "build_dictionary_page"]
+__all__ = [
+    "BuiltPage",
+    "ChunkCrypto",
+    "build_data_page_v1",
+    "build_data_page_v2",
+    "build_dictionary_page",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkCrypto:
+    """How the modules of one column chunk are encrypted (picklable, key hidden in ``repr``).
+
+    Attributes:
+        cipher: The column's cipher (its column key, or the footer key).
+        row_group_ordinal: The chunk's row group ordinal in the file (``RowGroup.ordinal``).
+        column_ordinal: The column's leaf ordinal in the schema.
+    """
+
+    cipher: ModuleCipher
+    row_group_ordinal: int
+    column_ordinal: int
+
+    def encrypt(
+        self, module_type: ModuleType, plaintext: bytes | bytearray, page_ordinal: int = -1
+    ) -> bytes:
+        """Returns: ``plaintext`` as one framed module of this chunk (see ``ModuleCipher``).
+
+        Raises:
+            LimitError: An ordinal exceeds 32767.
+        """
+        return self.cipher.encrypt(
+            module_type, plaintext, self.row_group_ordinal, self.column_ordinal, page_ordinal
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +94,25 @@ def _crc(body: bytes, enabled: bool) -> int | None:
     return value - (1 << 32) if value >= (1 << 31) else value
 
 
-def _assemble(header: t.PageHeader, body: bytes) -> BuiltPage:
+def _seal(body: bytes, crypto: ChunkCrypto | None, dictionary: bool, page_ordinal: int) -> bytes:
+    """The body as stored: itself, or its encrypted module."""
+    if crypto is None:
+        return body
+    module = ModuleType.DICTIONARY_PAGE if dictionary else ModuleType.DATA_PAGE
+    return crypto.encrypt(module, body, page_ordinal)
+
+
+def _assemble(
+    header: t.PageHeader, body: bytes, crypto: ChunkCrypto | None, page_ordinal: int
+) -> BuiltPage:
     header_bytes = serialize(header)
+    if crypto is not None:
+        module = (
+            ModuleType.DICTIONARY_PAGE_HEADER
+            if header.type == PageType.DICTIONARY_PAGE
+            else ModuleType.DATA_PAGE_HEADER
+        )
+        header_bytes = crypto.encrypt(module, header_bytes, page_ordinal)
     assert header.uncompressed_page_size is not None and header.compressed_page_size is not None
     return BuiltPage(
         data=header_bytes + body,
@@ -70,14 +132,21 @@ def build_data_page_v1(
     compression_level: int | None,
     write_crc: bool,
     statistics: t.Statistics | None = None,
+    crypto: ChunkCrypto | None = None,
+    page_ordinal: int = 0,
 ) -> BuiltPage:
     """A DATA_PAGE: ``levels`` already carry their 4-byte length prefixes (empty if required).
 
+    ``crypto`` encrypts the body and header as the ``page_ordinal``-th data page of the chunk.
+
     Returns:
         The page bytes and sizes.
+
+    Raises:
+        LimitError: ``page_ordinal`` or the chunk's ordinals exceed 32767 (encrypted only).
     """
     raw = levels + values
-    body = compress(codec, raw, compression_level)
+    body = _seal(compress(codec, raw, compression_level), crypto, False, page_ordinal)
     header = t.PageHeader(
         type=PageType.DATA_PAGE,
         uncompressed_page_size=len(raw),
@@ -91,7 +160,7 @@ def build_data_page_v1(
             statistics=statistics,
         ),
     )
-    return _assemble(header, body)
+    return _assemble(header, body, crypto, page_ordinal)
 
 
 def build_data_page_v2(
@@ -106,11 +175,19 @@ def build_data_page_v2(
     compression_level: int | None,
     write_crc: bool,
     statistics: t.Statistics | None = None,
+    crypto: ChunkCrypto | None = None,
+    page_ordinal: int = 0,
 ) -> BuiltPage:
     """A DATA_PAGE_V2: levels stay uncompressed and unprefixed; values are compressed if it helps.
 
+    ``crypto`` encrypts the whole body (levels and values, one module) and the header as the
+    ``page_ordinal``-th data page of the chunk.
+
     Returns:
         The page bytes and sizes.
+
+    Raises:
+        LimitError: ``page_ordinal`` or the chunk's ordinals exceed 32767 (encrypted only).
     """
     compressed = values
     is_compressed = False
@@ -118,7 +195,7 @@ def build_data_page_v2(
         candidate = compress(codec, values, compression_level)
         if len(candidate) < len(values):
             compressed, is_compressed = candidate, True
-    body = def_levels + compressed
+    body = _seal(def_levels + compressed, crypto, False, page_ordinal)
     header = t.PageHeader(
         type=PageType.DATA_PAGE_V2,
         uncompressed_page_size=len(def_levels) + len(values),
@@ -135,7 +212,7 @@ def build_data_page_v2(
             statistics=statistics,
         ),
     )
-    return _assemble(header, body)
+    return _assemble(header, body, crypto, page_ordinal)
 
 
 def build_dictionary_page(
@@ -145,13 +222,16 @@ def build_dictionary_page(
     codec: CompressionCodec,
     compression_level: int | None,
     write_crc: bool,
+    crypto: ChunkCrypto | None = None,
 ) -> BuiltPage:
     """A DICTIONARY_PAGE holding ``num_values`` PLAIN-encoded entries.
+
+    ``crypto`` encrypts the body and header (dictionary modules carry no page ordinal).
 
     Returns:
         The page bytes and sizes.
     """
-    body = compress(codec, values, compression_level)
+    body = _seal(compress(codec, values, compression_level), crypto, True, -1)
     header = t.PageHeader(
         type=PageType.DICTIONARY_PAGE,
         uncompressed_page_size=len(values),
@@ -161,4 +241,4 @@ def build_dictionary_page(
             num_values=num_values, encoding=Encoding.PLAIN, is_sorted=False
         ),
     )
-    return _assemble(header, body)
+    return _assemble(header, body, crypto, -1)

@@ -20,22 +20,39 @@ are reused by every later footer, so a footer costs CPU for its new row groups o
 - ``start()`` once, before anything else, for a new file;
 - ``add_row_group()`` returns the bytes to append for the row group and its bloom filters;
 - ``footer()`` returns the page indexes not yet written plus the FileMetaData, length and magic.
+
+Encrypted files (``encryptor`` given; spec 7.3, DESIGN section 5)::
+
+    file      := magic row_group* [page_index] footer        magic = "PARE" | "PAR1"
+    page_index:= enc?(column_index)* enc?(offset_index)*     COLUMN_INDEX / OFFSET_INDEX modules
+    footer    := FileCryptoMetaData enc(FileMetaData) length "PARE"      encrypted footer
+               | FileMetaData nonce(12) tag(16) length "PAR1"           signed plaintext footer
+
+``length`` covers everything between the page indexes and itself. Chunks arrive already
+encrypted (pages and bloom filters, by the workers); here the ColumnMetaData of each encrypted
+column becomes ``encrypted_column_metadata`` (see
+:meth:`streamwrite.encryption.FileEncryptor.seal_column_chunk`) once its offsets are final,
+and every RowGroup carries its ``ordinal`` (at most 32767).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import pyarrow as pa
 
 from streamwrite.errors import ConfigError
 from streamwrite.format import structs as t
+from streamwrite.format.aad import ModuleType
 from streamwrite.format.thrift import Serialized, serialize
 from streamwrite.options import WriteOptions
 from streamwrite.schema import ColumnSpec, ParquetSchema, encode_arrow_schema
 from workers.chunk import ChunkSettings, EncodedChunk
+
+if TYPE_CHECKING:
+    from streamwrite.encryption import FileEncryptor
 
 __all__ = ["KV_COMMIT_SEQ", "KV_PREV_SIZE", "MAGIC", "FileWriter", "chunk_settings"]
 
@@ -92,14 +109,22 @@ def _rebase(chunk: EncodedChunk, base: int) -> tuple[t.ColumnMetaData, t.OffsetI
 class FileWriter:
     """Counts offsets and builds the metadata of a Parquet file being written."""
 
-    def __init__(self, schema: ParquetSchema, options: WriteOptions, start_offset: int = 0):
+    def __init__(
+        self,
+        schema: ParquetSchema,
+        options: WriteOptions,
+        start_offset: int = 0,
+        encryptor: FileEncryptor | None = None,
+    ):
         self.schema = schema
         self.options = options
         self.offset = start_offset
+        self.encryptor = encryptor
         self.row_groups: list[t.RowGroup] = []
         self.num_rows = 0
+        # (column chunk, column index, offset index, row group ordinal, column ordinal)
         self._pending_indexes: list[
-            tuple[t.ColumnChunk, t.ColumnIndex | None, t.OffsetIndex | None]
+            tuple[t.ColumnChunk, t.ColumnIndex | None, t.OffsetIndex | None, int, int]
         ] = []
         self._row_group_bytes = Serialized(t.RowGroup, b"", 0)
         self._arrow_schema = encode_arrow_schema(schema.arrow_schema)
@@ -145,15 +170,22 @@ class FileWriter:
         return data
 
     def start(self) -> bytes:
-        """Returns: the leading magic of a new file."""
-        return self._emit(MAGIC)
+        """Returns: the leading magic of a new file (``PARE`` for an encrypted footer)."""
+        return self._emit(MAGIC if self.encryptor is None else self.encryptor.magic)
 
     def add_row_group(self, chunks: Sequence[EncodedChunk], num_rows: int) -> bytes:
         """Place one row group's column chunks (in schema order) and their bloom filters.
 
         Returns:
             The bytes to append to the file.
+
+        Raises:
+            ConfigError: Not one chunk per column.
+            LimitError: An encrypted file already holds 32768 row groups.
         """
+        ordinal = len(self.row_groups)
+        if self.encryptor is not None:
+            self.encryptor.check_row_group_ordinal(ordinal)
         if len(chunks) != len(self.schema.columns):
             raise ConfigError(
                 f"A row group needs {len(self.schema.columns)} column chunks, got {len(chunks)}."
@@ -162,23 +194,24 @@ class FileWriter:
         start = self.offset
         columns: list[t.ColumnChunk] = []
         indexes = []
-        for chunk in chunks:
+        for col, chunk in enumerate(chunks):
             base = self.offset
             meta, offset_index = _rebase(chunk, base)
             parts.append(self._emit(chunk.data))
             column = t.ColumnChunk(file_offset=base, meta_data=meta)
             columns.append(column)
-            indexes.append((column, chunk.column_index, offset_index))
+            indexes.append((column, chunk.column_index, offset_index, ordinal, col))
         for column, chunk in zip(columns, chunks, strict=True):
             if chunk.bloom_filter is not None:
                 assert column.meta_data is not None
                 column.meta_data.bloom_filter_offset = self.offset
                 column.meta_data.bloom_filter_length = len(chunk.bloom_filter)
                 parts.append(self._emit(chunk.bloom_filter))
+        if self.encryptor is not None:
+            for col, column in enumerate(columns):
+                self.encryptor.seal_column_chunk(column, ordinal, col)
         self._pending_indexes.extend(indexes)
-        total_uncompressed = sum(
-            c.meta_data.total_uncompressed_size or 0 for c in columns if c.meta_data
-        )
+        total_uncompressed = sum(chunk.meta_data.total_uncompressed_size or 0 for chunk in chunks)
         total_compressed = sum(len(chunk.data) for chunk in chunks)
         self.row_groups.append(
             t.RowGroup(
@@ -188,23 +221,28 @@ class FileWriter:
                 sorting_columns=self._sorting,
                 file_offset=start,
                 total_compressed_size=total_compressed,
-                ordinal=len(self.row_groups),
+                ordinal=ordinal,
             )
         )
         self.num_rows += num_rows
         return b"".join(parts)
 
+    def _seal_index(self, module_type: ModuleType, data: bytes, rg: int, col: int) -> bytes:
+        if self.encryptor is None:
+            return data
+        return self.encryptor.seal_index(module_type, data, rg, col)
+
     def _page_indexes(self) -> bytes:
         parts: list[bytes] = []
-        for column, column_index, _ in self._pending_indexes:
+        for column, column_index, _, rg, col in self._pending_indexes:
             if column_index is not None:
-                data = serialize(column_index)
+                data = self._seal_index(ModuleType.COLUMN_INDEX, serialize(column_index), rg, col)
                 column.column_index_offset = self.offset
                 column.column_index_length = len(data)
                 parts.append(self._emit(data))
-        for column, _, offset_index in self._pending_indexes:
+        for column, _, offset_index, rg, col in self._pending_indexes:
             if offset_index is not None:
-                data = serialize(offset_index)
+                data = self._seal_index(ModuleType.OFFSET_INDEX, serialize(offset_index), rg, col)
                 column.offset_index_offset = self.offset
                 column.offset_index_length = len(data)
                 parts.append(self._emit(data))
@@ -245,8 +283,13 @@ class FileWriter:
         indexes = self._page_indexes()
         for row_group in self.row_groups[self._row_group_bytes.count :]:
             self._row_group_bytes += Serialized.of(row_group)
-        metadata = serialize(self.file_metadata(extra_key_value_metadata))
+        if self.encryptor is None:
+            metadata, magic = serialize(self.file_metadata(extra_key_value_metadata)), MAGIC
+        else:
+            metadata, magic = self.encryptor.footer_tail(
+                self.file_metadata(extra_key_value_metadata)
+            )
         self.last_footer_offset = self.offset  # the page indexes are already counted
         self.last_footer_length = len(metadata)
-        tail = metadata + len(metadata).to_bytes(4, "little") + MAGIC
+        tail = metadata + len(metadata).to_bytes(4, "little") + magic
         return indexes + self._emit(tail)
