@@ -463,6 +463,11 @@ class ExplicitKeys:
         self._footer_key_id = footer_key_id
         self._column_key_ids = dict(column_key_ids)
 
+    @property
+    def columns(self) -> list[str]:
+        """The columns that have a key of their own (the others stay plaintext)."""
+        return list(self._column_key_ids)
+
     def __repr__(self) -> str:
         return (
             f"ExplicitKeys(key_ids={sorted(self._keys)!r}, "

@@ -55,8 +55,7 @@ def _listed_columns(keys: KeySource) -> list[str]:
     """The column names the key source gives a key of their own."""
     if isinstance(keys, KeyWrapper):
         return list(keys.config.column_keys)
-    # ExplicitKeys keeps its column -> key id map private; read it without exposing keys.
-    return list(keys._column_key_ids)
+    return keys.columns
 
 
 def _algorithm(value: Algorithm | str) -> Algorithm:
