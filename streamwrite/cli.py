@@ -3,22 +3,33 @@
 
 Exit status: 0 on success, 1 when ``verify`` finds a problem, 2 when the file cannot be read
 or the arguments are wrong.
+
+Encrypted files: ``inspect`` and ``verify`` take explicit keys as ``--footer-key HEX``,
+``--column-key NAME=HEX`` (repeatable) and ``--aad-prefix TEXT``, or ``--keys-file PATH``, or the
+environment variable ``STREAMWRITE_KEYS``; the last two hold JSON
+``{"footer": HEX, "columns": {NAME: HEX}, "aad_prefix": TEXT}``. Options win over the file, the
+file over the environment. Key bytes are never printed.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from streamwrite.errors import StreamwriteError
+from streamwrite.decryption import DecryptionConfig
+from streamwrite.errors import ConfigError, StreamwriteError
 from streamwrite.format import structs as t
 from streamwrite.reader import ParquetFile
 
 __all__ = ["main"]
+
+KEYS_ENV = "STREAMWRITE_KEYS"
+"""Environment variable holding the keys JSON (as ``--keys-file``)."""
 
 
 _Enum = type[t.Type] | type[t.Encoding] | type[t.CompressionCodec]
@@ -56,9 +67,11 @@ def describe(pf: ParquetFile) -> dict[str, Any]:
     row_groups = []
     for i, rg in enumerate(md.row_groups or []):
         chunks = []
-        for spec, chunk in zip(pf.parquet_schema.columns, rg.columns or [], strict=False):
-            meta = chunk.meta_data
-            if meta is None:
+        for spec in pf.parquet_schema.columns:
+            chunk = (rg.columns or [])[spec.index]
+            try:
+                meta = pf.column_metadata(i, spec.index)
+            except StreamwriteError:  # encrypted, no key for it (or damaged)
                 chunks.append({"column": spec.name, "encrypted": True})
                 continue
             stats = meta.statistics
@@ -88,6 +101,7 @@ def describe(pf: ParquetFile) -> dict[str, Any]:
                     "column_index_offset": chunk.column_index_offset,
                     "offset_index": chunk.offset_index_offset is not None,
                     "offset_index_offset": chunk.offset_index_offset,
+                    "encrypted": chunk.crypto_metadata is not None,
                 }
             )
         row_groups.append(
@@ -106,6 +120,8 @@ def describe(pf: ParquetFile) -> dict[str, Any]:
         "num_rows": md.num_rows,
         "num_row_groups": len(md.row_groups or []),
         "footer_offset": pf.footer_offset,
+        "encryption_algorithm": pf.encryption_algorithm,
+        "unsupported_columns": pf.unsupported_columns,
         "key_value_metadata": {
             kv.key: (kv.value if kv.key != "ARROW:schema" else f"<{len(kv.value or '')} chars>")
             for kv in md.key_value_metadata or []
@@ -121,6 +137,10 @@ def _print_text(info: dict[str, Any]) -> None:
         f"rows: {info['num_rows']}  row groups: {info['num_row_groups']}  "
         f"footer at byte {info['footer_offset']}"
     )
+    if info["encryption_algorithm"]:
+        print(f"encryption: {info['encryption_algorithm']}")
+    if info["unsupported_columns"]:
+        print(f"nested columns (not shown): {', '.join(info['unsupported_columns'])}")
     for key, value in info["key_value_metadata"].items():
         print(f"metadata {key}: {value}")
     print("schema:")
@@ -132,8 +152,8 @@ def _print_text(info: dict[str, Any]) -> None:
             f"{rg['total_compressed_size']} bytes at {rg['file_offset']}"
         )
         for ch in rg["columns"]:
-            if ch.get("encrypted"):
-                print(f"  {ch['column']}: encrypted")
+            if ch.get("encrypted") and "codec" not in ch:
+                print(f"  {ch['column']}: encrypted (no key)")
                 continue
             stats = ch["statistics"] or {}
             extras = [name for name in ("bloom_filter", "column_index", "offset_index") if ch[name]]
@@ -142,6 +162,7 @@ def _print_text(info: dict[str, Any]) -> None:
                 f"{ch['compressed_size']}/{ch['uncompressed_size']} bytes, "
                 f"nulls={stats.get('null_count')} min={stats.get('min_value')} "
                 f"max={stats.get('max_value')} {' '.join(extras)}"
+                + (" encrypted" if ch["encrypted"] else "")
             )
 
 
@@ -172,6 +193,91 @@ def _print_live(live: dict[str, Any]) -> None:
             )
 
 
+def _hex_key(text: object, what: str) -> bytes:
+    if not isinstance(text, str):
+        raise ConfigError(f"The {what} must be a hex string.")
+    try:
+        key = bytes.fromhex(text)
+    except ValueError:
+        raise ConfigError(f"The {what} is not valid hex.") from None  # never echo the value
+    if len(key) not in (16, 24, 32):
+        raise ConfigError(f"The {what} is {len(key)} bytes long; AES needs 16, 24 or 32 bytes.")
+    return key
+
+
+def _keys_json(text: str, where: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise ConfigError(f"The keys in {where} are not valid JSON.") from None
+    if not isinstance(data, dict) or not isinstance(data.get("columns", {}), dict):
+        raise ConfigError(
+            f'The keys in {where} must be {{"footer": HEX, "columns": {{NAME: HEX}}, '
+            '"aad_prefix": TEXT}.'
+        )
+    return data
+
+
+def decryption_from_args(args: argparse.Namespace) -> DecryptionConfig | None:
+    """The keys given by options, ``--keys-file`` or ``STREAMWRITE_KEYS`` (in that order).
+
+    Returns:
+        The config, or None when no key was given.
+
+    Raises:
+        ConfigError: Malformed keys (the message never holds key bytes).
+    """
+    data: dict[str, Any] = {}
+    if args.keys_file is not None:
+        try:
+            text = Path(args.keys_file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"Cannot read the keys file {args.keys_file!r}: {exc}") from None
+        data = _keys_json(text, f"the file {args.keys_file!r}")
+    elif os.environ.get(KEYS_ENV):
+        data = _keys_json(os.environ[KEYS_ENV], f"${KEYS_ENV}")
+    footer = data.get("footer")
+    footer_key = None if footer is None else _hex_key(footer, "footer key")
+    columns = {
+        str(name): _hex_key(value, f"key of column {name!r}")
+        for name, value in data.get("columns", {}).items()
+    }
+    prefix = data.get("aad_prefix")
+    if args.footer_key is not None:
+        footer_key = _hex_key(args.footer_key, "--footer-key")
+    for item in args.column_key:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ConfigError("--column-key takes NAME=HEX.")
+        columns[name] = _hex_key(value, f"key of column {name!r}")
+    if args.aad_prefix is not None:
+        prefix = args.aad_prefix
+    if prefix is not None and not isinstance(prefix, str):
+        raise ConfigError("aad_prefix must be a string.")
+    if footer_key is None and not columns and prefix is None:
+        return None
+    return DecryptionConfig.from_keys(
+        footer_key=footer_key,
+        column_keys=columns,
+        aad_prefix=None if prefix is None else prefix.encode("utf-8"),
+    )
+
+
+def _add_key_options(parser: argparse.ArgumentParser) -> None:
+    keys = parser.add_argument_group("decryption keys (encrypted files)")
+    keys.add_argument("--footer-key", metavar="HEX", help="footer key, hex")
+    keys.add_argument(
+        "--column-key", metavar="NAME=HEX", action="append", default=[], help="a column's key"
+    )
+    keys.add_argument("--aad-prefix", metavar="TEXT", help="AAD prefix the file does not store")
+    keys.add_argument(
+        "--keys-file",
+        metavar="PATH",
+        help=f'JSON {{"footer": HEX, "columns": {{NAME: HEX}}, "aad_prefix": TEXT}} '
+        f"(default: ${KEYS_ENV})",
+    )
+
+
 def _inspect(args: argparse.Namespace) -> int:
     path = Path(args.file)
     live = None
@@ -179,7 +285,9 @@ def _inspect(args: argparse.Namespace) -> int:
         from streamwrite.live_info import describe_live
 
         live = describe_live(path)
-    with ParquetFile(path) as pf:  # a live directory opens at its newest commit
+    with ParquetFile(
+        path, decryption=decryption_from_args(args)
+    ) as pf:  # a live directory opens at its newest commit
         info = describe(pf)
     if live is not None:
         info = {"live": live, **info}
@@ -206,7 +314,7 @@ def _recover(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     from streamwrite.verify import verify_file
 
-    report = verify_file(args.file)
+    report = verify_file(args.file, decryption=decryption_from_args(args))
     for problem in report.problems:
         print(f"PROBLEM {problem}")
     status = "OK" if report.ok else "FAILED"
@@ -224,9 +332,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     inspect = sub.add_parser("inspect", help="show footer, schema, row groups and column chunks")
     inspect.add_argument("file")
     inspect.add_argument("--json", action="store_true", help="print JSON")
+    _add_key_options(inspect)
     inspect.set_defaults(run=_inspect)
     verify = sub.add_parser("verify", help="check every page, CRC, page index and bloom filter")
     verify.add_argument("file")
+    _add_key_options(verify)
     verify.set_defaults(run=_verify)
     recover = sub.add_parser("recover", help="report (and with --apply do) live-file recovery")
     recover.add_argument("path", help="a live-file directory (data.parquet + _pm)")

@@ -5,24 +5,35 @@ and in page headers is checked against the bytes available before it is used, de
 sizes are capped (``max_decompressed_page_size``), and every problem surfaces as a
 :class:`~streamwrite.errors.StreamwriteError` subclass naming the absolute byte offset.
 
-Tail of a file (parquet-format "File Format")::
+Tail of a file (parquet-format "File Format", and 7.3 "Parquet Modular Encryption")::
 
-    ... FileMetaData (Thrift compact) footer_length (u32 LE) magic ("PAR1"; "PARE" = encrypted)
+    ... FileMetaData footer_length (u32 LE) "PAR1"                          plaintext
+    ... FileMetaData nonce(12) tag(16) footer_length (u32 LE) "PAR1"        signed plaintext footer
+    ... FileCryptoMetaData footer_module footer_length (u32 LE) "PARE"      encrypted footer
+
+Encrypted files are read with a :class:`~streamwrite.decryption.DecryptionConfig`
+(``decryption=``); see :mod:`streamwrite.decryption` for the modules and their AADs. Without it,
+an encrypted footer raises EncryptionError, and a plaintext-footer file reads its plaintext
+columns only. Files with nested columns open too: their flat top-level columns can be read
+with ``columns=``; reading a nested column raises UnsupportedError.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, TypeVar
 
 import numpy as np
 import pyarrow as pa
 
+from streamwrite.decryption import ChunkDecryptor, DecryptionConfig, FileDecryptor
 from streamwrite.errors import (
     ConfigError,
     CorruptFileError,
+    EncryptionError,
     FormatError,
     LimitError,
     SchemaError,
@@ -30,12 +41,14 @@ from streamwrite.errors import (
     UnsupportedError,
 )
 from streamwrite.format import structs as t
+from streamwrite.format.enums import FieldRepetitionType
 from streamwrite.format.sidecar import read_sidecar
 from streamwrite.format.thrift import deserialize
 from streamwrite.layout.actions import LiveFileName
 from streamwrite.layout.txn import TXN_FILE
 from streamwrite.options import ReadOptions
 from streamwrite.schema import ColumnSpec, ParquetSchema, from_physical, parquet_to_arrow
+from workers.cipher import FOOTER_SIGNATURE_SIZE
 from workers.decode import KERNEL_ERRORS, DecodedChunk, PageInfo, concat_values, decode_chunk
 
 __all__ = ["ParquetFile", "read_table"]
@@ -44,6 +57,7 @@ MAGIC = b"PAR1"
 ENCRYPTED_MAGIC = b"PARE"
 
 Source = str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes]
+_T = TypeVar("_T")
 
 
 class _Bytes:
@@ -113,21 +127,41 @@ def committed_size(directory: Path) -> int:
     return sidecar.footers[0][1].parquet_file_size
 
 
-def _read_footer(source: _Bytes) -> tuple[t.FileMetaData, int]:
-    """The FileMetaData and its absolute offset."""
+def _decode_footer_struct(
+    cls: type[_T], data: memoryview, what: str, offset: int
+) -> tuple[_T, int]:
+    try:
+        return deserialize(cls, data)
+    except FormatError as exc:
+        raise CorruptFileError(f"The footer ({what}) does not decode: {exc}", offset) from exc
+    except KERNEL_ERRORS as exc:
+        raise CorruptFileError(
+            f"The footer ({what}) does not decode ({type(exc).__name__}: {exc}).", offset
+        ) from exc
+
+
+def _read_footer(
+    source: _Bytes, decryption: DecryptionConfig | None = None
+) -> tuple[t.FileMetaData, int, FileDecryptor | None]:
+    """The FileMetaData, the offset where the footer starts, and the file's decryptor (None
+    for a plaintext file, or a plaintext-footer file read without keys).
+
+    Raises:
+        CorruptFileError: Bad magic, footer length or footer bytes.
+        EncryptionError: An encrypted footer without keys, a wrong footer key or AAD prefix, a
+            tampered footer or footer signature.
+    """
     if source.size < 12:
         raise CorruptFileError(
             f"A Parquet file needs at least 12 bytes, this one has {source.size}.", 0
         )
     tail = bytes(source.read(source.size - 8, 8))
     magic = tail[4:]
-    if magic == ENCRYPTED_MAGIC:
-        raise UnsupportedError(
-            "The file has an encrypted footer (PARE magic); decryption is not supported yet."
-        )
-    if magic != MAGIC or bytes(source.read(0, 4)) != MAGIC:
+    if magic not in (MAGIC, ENCRYPTED_MAGIC) or bytes(source.read(0, 4)) != magic:
         raise CorruptFileError(
-            "The file does not start and end with the PAR1 magic.", source.size - 4
+            "The file does not start and end with the same magic (PAR1, or PARE when "
+            "its footer is encrypted).",
+            source.size - 4,
         )
     footer_size = int.from_bytes(tail[:4], "little")
     footer_offset = source.size - 8 - footer_size
@@ -136,32 +170,60 @@ def _read_footer(source: _Bytes) -> tuple[t.FileMetaData, int]:
             f"Footer length {footer_size} does not fit in the {source.size}-byte file.",
             source.size - 8,
         )
-    try:
-        metadata, _ = deserialize(t.FileMetaData, source.read(footer_offset, footer_size))
-    except FormatError as exc:
-        raise CorruptFileError(
-            f"The footer (FileMetaData) does not decode: {exc}", footer_offset
-        ) from exc
-    except KERNEL_ERRORS as exc:
-        raise CorruptFileError(
-            f"The footer (FileMetaData) does not decode ({type(exc).__name__}: {exc}).",
-            footer_offset,
-        ) from exc
-    return metadata, footer_offset
-
-
-def _check_not_encrypted(metadata: t.FileMetaData) -> None:
-    """Raise UnsupportedError for a plaintext-footer encrypted file (footer ends in PAR1)."""
-    encrypted = metadata.encryption_algorithm is not None or any(
-        chunk.crypto_metadata is not None or chunk.encrypted_column_metadata is not None
-        for row_group in metadata.row_groups or []
-        for chunk in row_group.columns or []
-    )
-    if encrypted:
-        raise UnsupportedError(
-            "The file is encrypted (plaintext footer with encrypted columns); decryption is "
-            "not supported yet."
+    footer = source.read(footer_offset, footer_size)
+    if magic == ENCRYPTED_MAGIC:
+        if decryption is None:
+            raise EncryptionError(
+                "The file has an encrypted footer (PARE magic): it needs decryption keys "
+                "(decryption=DecryptionConfig...)."
+            )
+        crypto, end = _decode_footer_struct(
+            t.FileCryptoMetaData, footer, "FileCryptoMetaData", footer_offset
         )
+        assert crypto.encryption_algorithm is not None  # a required field
+        decryptor = FileDecryptor(decryption, crypto.encryption_algorithm, crypto.key_metadata)
+        try:
+            metadata = decryptor.decrypt_footer(footer[end:])
+        except FormatError as exc:
+            raise CorruptFileError(str(exc), footer_offset + end) from exc
+        return metadata, footer_offset, decryptor
+    metadata, end = _decode_footer_struct(t.FileMetaData, footer, "FileMetaData", footer_offset)
+    if metadata.encryption_algorithm is None:
+        return metadata, footer_offset, None
+    if footer_size - end != FOOTER_SIGNATURE_SIZE:
+        raise CorruptFileError(
+            f"The signed plaintext footer leaves {footer_size - end} bytes after its "
+            f"FileMetaData for the {FOOTER_SIGNATURE_SIZE}-byte signature.",
+            footer_offset + end,
+        )
+    if decryption is None:
+        return metadata, footer_offset, None
+    decryptor = FileDecryptor(
+        decryption, metadata.encryption_algorithm, metadata.footer_signing_key_metadata
+    )
+    decryptor.verify_footer(footer[:end], footer[end:])
+    return metadata, footer_offset, decryptor
+
+
+def _leaf_paths(elements: list[t.SchemaElement]) -> list[tuple[str, t.SchemaElement, bool]]:
+    """Every leaf of a (possibly nested) schema in column order: its dotted path, its element,
+    and whether it is a flat top-level column (a direct, non-REPEATED child of the root)."""
+    leaves: list[tuple[str, t.SchemaElement, bool]] = []
+    stack: list[tuple[list[int], list[str]]] = [([max(elements[0].num_children or 0, 0)], [])]
+    for element in elements[1:]:
+        while stack and stack[-1][0][0] == 0:
+            stack.pop()
+        if not stack:
+            raise FormatError("The schema has more elements than its groups have children.")
+        remaining, prefix = stack[-1]
+        remaining[0] -= 1
+        path = [*prefix, element.name or ""]
+        if element.num_children:
+            stack.append(([max(element.num_children, 0)], path))
+        else:
+            flat = len(stack) == 1 and element.repetition_type != FieldRepetitionType.REPEATED
+            leaves.append((".".join(path), element, flat))
+    return leaves
 
 
 _PARQUET_816_FIXED = (1, 2, 9)
@@ -195,10 +257,14 @@ class ParquetFile:
         max_decompressed_page_size: refuse pages claiming more uncompressed bytes (default
             ``DEFAULT_MAX_DECOMPRESSED_PAGE_SIZE``, 256 MiB); it also caps the values one page
             may claim at a eighth of it.
+        snapshot: read only this committed prefix of the file (live files).
+        decryption: keys (and AAD prefix) for an encrypted file.
 
     Raises:
         CorruptFileError: the file is not valid Parquet (with the offset of the damage).
-        UnsupportedError: nested schemas, encrypted files.
+        EncryptionError: an encrypted footer without ``decryption``; a wrong footer key or
+            AAD prefix; a tampered footer or footer signature.
+        UnsupportedError: a schema without any flat column we read.
         ConfigError: a non-positive ``max_decompressed_page_size``.
     """
 
@@ -209,7 +275,12 @@ class ParquetFile:
         verify_checksums: bool = True,
         max_decompressed_page_size: int | None = None,
         snapshot: int | None = None,
+        decryption: DecryptionConfig | None = None,
     ) -> None:
+        if decryption is not None and not isinstance(decryption, DecryptionConfig):
+            raise ConfigError(
+                f"decryption must be a DecryptionConfig, not a {type(decryption).__name__}."
+            )
         if max_decompressed_page_size is None:
             max_decompressed_page_size = ReadOptions().max_decompressed_page_size
         if not isinstance(max_decompressed_page_size, int) or max_decompressed_page_size < 1:
@@ -222,21 +293,30 @@ class ParquetFile:
             max_decompressed_page_size=max_decompressed_page_size,
         )
         self._source = _Bytes(source, snapshot)
+        self._unsupported: UnsupportedError | None = None
+        self._nested_names: frozenset[str] = frozenset()
+        self._column_metadata: dict[tuple[int, int], t.ColumnMetaData] = {}
         try:
-            self.metadata, self.footer_offset = _read_footer(self._source)
-            _check_not_encrypted(self.metadata)
-            self._schema = self._make_schema()
+            self.metadata, self.footer_offset, self._decryptor = _read_footer(
+                self._source, decryption
+            )
+            self._schema, self._paths = self._make_schema()
         except BaseException:
             self._source.close()
             raise
         self._pad_chunks = _needs_parquet_816_padding(self.metadata.created_by)
 
-    def _make_schema(self) -> ParquetSchema:
+    def _make_schema(self) -> tuple[ParquetSchema, list[str]]:
+        """The schema of the columns we read and the dotted path of every leaf column."""
         metadata = self.metadata
         if not metadata.schema:
             raise CorruptFileError("The footer has no schema.", self.footer_offset)
         try:
-            schema = parquet_to_arrow(metadata.schema, metadata.key_value_metadata)
+            try:
+                schema = parquet_to_arrow(metadata.schema, metadata.key_value_metadata)
+                paths = [spec.element.name or "" for spec in schema.columns]
+            except UnsupportedError as exc:
+                schema, paths = self._flat_projection(metadata.schema, exc)
         except UnsupportedError:
             raise
         except (SchemaError, FormatError) as exc:
@@ -251,13 +331,35 @@ class ParquetFile:
                 self.footer_offset,
             ) from exc
         for i, row_group in enumerate(metadata.row_groups or []):
-            if len(row_group.columns or []) != len(schema.columns):
+            if len(row_group.columns or []) != len(paths):
                 raise CorruptFileError(
                     f"Row group {i} has {len(row_group.columns or [])} column chunks for "
-                    f"{len(schema.columns)} columns.",
+                    f"{len(paths)} columns.",
                     self.footer_offset,
                 )
-        return schema
+        return schema, paths
+
+    def _flat_projection(
+        self, elements: list[t.SchemaElement], exc: UnsupportedError
+    ) -> tuple[ParquetSchema, list[str]]:
+        """The flat top-level columns of a nested schema (the others raise ``exc`` when read)."""
+        leaves = _leaf_paths(elements)
+        flat = [(n, element) for n, (_, element, ok) in enumerate(leaves) if ok]
+        if not flat:
+            raise exc
+        root = dataclasses.replace(elements[0], num_children=len(flat))
+        projected = parquet_to_arrow([root, *(e for _, e in flat)], None)
+        columns = tuple(
+            dataclasses.replace(spec, index=n)
+            for spec, (n, _) in zip(projected.columns, flat, strict=True)
+        )
+        flat_names = {e.name for _, e in flat}
+        self._unsupported = exc
+        self._nested_names = (
+            frozenset(path.split(".")[0] for path, _, ok in leaves if not ok) - flat_names
+        )
+        schema = ParquetSchema(projected.arrow_schema, list(elements), columns)
+        return schema, [path for path, _, _ in leaves]
 
     @property
     def schema_arrow(self) -> pa.Schema:
@@ -274,10 +376,25 @@ class ParquetFile:
         """Row groups in the file."""
         return len(self.metadata.row_groups or [])
 
+    @property
+    def unsupported_columns(self) -> list[str]:
+        """Top-level columns of the file we cannot read (nested), not in :attr:`parquet_schema`."""
+        return sorted(self._nested_names)
+
+    @property
+    def encryption_algorithm(self) -> str | None:
+        """``"AES_GCM_V1"`` or ``"AES_GCM_CTR_V1"`` for an encrypted file read with keys, else
+        None (plaintext files, or plaintext-footer files read without keys)."""
+        return None if self._decryptor is None else self._decryptor.algorithm.value
+
     def _columns(self, columns: Sequence[str] | None) -> list[ColumnSpec]:
         if columns is None:
+            if self._unsupported is not None:
+                raise self._unsupported
             return list(self._schema.columns)
         by_name = {spec.name: spec for spec in self._schema.columns}
+        if self._unsupported is not None and any(c in self._nested_names for c in columns):
+            raise self._unsupported
         missing = [c for c in columns if c not in by_name]
         if missing:
             raise SchemaError(f"Columns {missing} are not in the file; it has {list(by_name)}.")
@@ -292,7 +409,7 @@ class ParquetFile:
 
         Raises:
             CorruptFileError: the range does not lie between the magic and the footer.
-            UnsupportedError: the chunk's metadata is encrypted.
+            EncryptionError: the chunk's metadata is encrypted and cannot be decrypted.
         """
         meta = self._chunk_meta(i, spec)
         start = meta.data_page_offset
@@ -317,17 +434,71 @@ class ParquetFile:
             size += min(_MAX_DICTIONARY_HEADER_SIZE, self.footer_offset - (start + size))
         return start, size
 
-    def _chunk_meta(self, i: int, spec: ColumnSpec) -> t.ColumnMetaData:
+    def _chunk(self, i: int, column: int) -> t.ColumnChunk:
         row_groups = self.metadata.row_groups or []
         if not 0 <= i < len(row_groups):
             raise IndexError(f"Row group {i} does not exist; the file has {len(row_groups)}.")
-        meta = (row_groups[i].columns or [])[spec.index].meta_data
-        if meta is None:
-            raise UnsupportedError(
-                f"Column {spec.name!r} of row group {i} has no plaintext ColumnMetaData "
-                "(encrypted); decryption is not supported yet."
+        chunks = row_groups[i].columns or []
+        if not 0 <= column < len(chunks):
+            raise IndexError(f"Column {column} does not exist; the file has {len(chunks)}.")
+        return chunks[column]
+
+    def chunk_decryptor(self, i: int, column: int) -> ChunkDecryptor | None:
+        """The decryptor of the chunk of leaf column ``column`` in row group ``i``, or None
+        when the chunk is not encrypted.
+
+        Raises:
+            IndexError: No such row group or column.
+            EncryptionError: The chunk is encrypted and the file was opened without keys, or
+                its key cannot be retrieved.
+            UnsupportedError: External key material.
+        """
+        crypto = self._chunk(i, column).crypto_metadata
+        if crypto is None:
+            return None
+        path = self._paths[column]
+        where = f"Column {path!r} of row group {i}"
+        if self._decryptor is None:
+            raise EncryptionError(
+                f"{where} is encrypted: it needs decryption keys (decryption=DecryptionConfig...)."
             )
+        row_group = (self.metadata.row_groups or [])[i]
+        ordinal = i if row_group.ordinal is None else row_group.ordinal
+        return self._decryptor.chunk(crypto, ordinal, column, path, where)
+
+    def column_metadata(self, i: int, column: int) -> t.ColumnMetaData:
+        """The ColumnMetaData of leaf column ``column`` in row group ``i``, decrypted from
+        ``encrypted_column_metadata`` when the chunk has it.
+
+        Raises:
+            IndexError: No such row group or column.
+            CorruptFileError: The chunk has no metadata, or it does not decode.
+            EncryptionError: As for :meth:`chunk_decryptor`, or the module does not decrypt.
+        """
+        cached = self._column_metadata.get((i, column))
+        if cached is not None:
+            return cached
+        chunk = self._chunk(i, column)
+        decryptor = self.chunk_decryptor(i, column)
+        meta = chunk.meta_data
+        if decryptor is not None and chunk.encrypted_column_metadata is not None:
+            assert self._decryptor is not None  # chunk_decryptor raised otherwise
+            try:
+                meta = self._decryptor.column_metadata(
+                    decryptor, chunk.encrypted_column_metadata, self._paths[column]
+                )
+            except FormatError as exc:
+                raise CorruptFileError(str(exc), self.footer_offset) from exc
+        if meta is None:
+            raise CorruptFileError(
+                f"Column {self._paths[column]!r} of row group {i} has no ColumnMetaData.",
+                self.footer_offset,
+            )
+        self._column_metadata[(i, column)] = meta
         return meta
+
+    def _chunk_meta(self, i: int, spec: ColumnSpec) -> t.ColumnMetaData:
+        return self.column_metadata(i, spec.index)
 
     def decode_column_chunk(self, i: int, spec: ColumnSpec) -> DecodedChunk:
         """Decode the pages of column ``spec`` in row group ``i`` (physical values, levels, pages).
@@ -338,8 +509,11 @@ class ParquetFile:
         Raises:
             IndexError: ``i`` is not a row group of the file.
             CorruptFileError, LimitError, UnsupportedError: as for :meth:`read_row_group`.
+            EncryptionError: an encrypted chunk without keys, a wrong key, or a module that
+                does not decrypt (tampered or moved); the message names the module.
         """
         meta = self._chunk_meta(i, spec)
+        cipher = self.chunk_decryptor(i, spec.index)
         where = f"Column {spec.name!r} of row group {i}"
         if meta.type != spec.physical_type:
             raise CorruptFileError(
@@ -368,6 +542,8 @@ class ParquetFile:
                 verify_checksums=self._options.verify_checksums,
                 max_decompressed_page_size=self._options.max_decompressed_page_size,
                 where=where,
+                cipher=cipher,
+                dictionary_first=meta.dictionary_page_offset == start,
             )
         if num_rows is not None and decoded.num_rows != num_rows:
             raise CorruptFileError(
@@ -409,6 +585,7 @@ class ParquetFile:
             IndexError: ``i`` is not a row group of the file.
             SchemaError: ``columns`` names a column the file does not have.
             CorruptFileError, LimitError, UnsupportedError: as for the constructor.
+            EncryptionError: as for :meth:`decode_column_chunk`.
         """
         row_groups = self.metadata.row_groups or []
         if not 0 <= i < len(row_groups):
@@ -454,13 +631,14 @@ def read_table(
     verify_checksums: bool = True,
     max_decompressed_page_size: int | None = None,
     snapshot: int | None = None,
+    decryption: DecryptionConfig | None = None,
 ) -> pa.Table:
     """Read a whole Parquet file, or a live file (a directory) at a committed snapshot.
 
     ``source`` is a path, a binary file object, the bytes, a live-file directory (read at
     its newest commit) or a table directory (its newest ``_txn`` version). ``snapshot`` (a
     committed ``data.parquet`` size, e.g. ``Commit.parquet_size``) reads exactly that prefix of
-    a file or live file.
+    a file or live file. ``decryption`` holds the keys of an encrypted file.
 
     Returns:
         The file's rows as a ``pyarrow.Table``.
@@ -468,7 +646,9 @@ def read_table(
     Raises:
         CorruptFileError: damaged file (ChecksumError for a CRC mismatch), with the offset.
         LimitError: a page over the decompressed size limit.
-        UnsupportedError: nested schemas, encrypted files, LZO.
+        EncryptionError: an encrypted file without ``decryption`` (or an encrypted column of a
+            plaintext-footer file), a wrong key or AAD prefix, a tampered or moved module.
+        UnsupportedError: nested columns, external key material, LZO.
         SchemaError: ``columns`` names a column the file does not have.
         ConfigError: a non-positive ``max_decompressed_page_size``.
     """
@@ -483,5 +663,6 @@ def read_table(
         verify_checksums=verify_checksums,
         max_decompressed_page_size=max_decompressed_page_size,
         snapshot=snapshot,
+        decryption=decryption,
     ) as pf:
         return pf.read(columns)

@@ -7,6 +7,12 @@ OffsetIndex lists exactly the data pages found (offset, size including header, f
 ColumnIndex has one entry per data page with matching null pages and null counts; the bloom
 filter header decodes, its bitset lies in the file, and every value of the chunk is found in it
 (a bloom filter has no false negatives). Every problem names the absolute byte offset involved.
+
+Encrypted files (given a :class:`~streamwrite.decryption.DecryptionConfig`): every module is
+decrypted and, under AES-GCM, authenticated: the footer (or its signature), each chunk's
+ColumnMetaData, page headers and pages, ColumnIndex, OffsetIndex, bloom filter header and bitset
+(modules 8 and 9). A module that fails is a problem naming it (type, row group, column, page).
+Page bodies of ``AES_GCM_CTR_V1`` files are CTR-encrypted and have no tag to check.
 """
 
 from __future__ import annotations
@@ -17,8 +23,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from streamwrite.errors import StreamwriteError
+from streamwrite.decryption import ChunkDecryptor, DecryptionConfig
+from streamwrite.errors import CorruptFileError, StreamwriteError
 from streamwrite.format import structs as t
+from streamwrite.format.aad import ModuleType
 from streamwrite.format.enums import PageType
 from streamwrite.format.thrift import deserialize
 from streamwrite.reader import ParquetFile, Source
@@ -51,13 +59,39 @@ def _data_pages(decoded: DecodedChunk) -> list[PageInfo]:
     return [p for p in decoded.pages if p.page_type != PageType.DICTIONARY_PAGE]
 
 
+def _index_bytes(
+    pf: ParquetFile,
+    offset: int,
+    length: int | None,
+    cipher: ChunkDecryptor | None,
+    module_type: ModuleType,
+) -> bytes | memoryview:
+    """A page index structure's bytes at ``offset``, decrypted (and authenticated) if needed."""
+    data = pf.read_bytes(offset, length or 0)
+    if cipher is None:
+        return data
+    plain, used = cipher.decrypt(module_type, data)
+    if used != len(data):
+        raise CorruptFileError(
+            f"The {module_type.name} module takes {used} of the {len(data)} bytes its "
+            "length in the ColumnChunk gives.",
+            offset,
+        )
+    return plain
+
+
 def _check_offset_index(
-    pf: ParquetFile, chunk: t.ColumnChunk, decoded: DecodedChunk, where: str
+    pf: ParquetFile,
+    chunk: t.ColumnChunk,
+    decoded: DecodedChunk,
+    where: str,
+    cipher: ChunkDecryptor | None,
 ) -> list[str]:
     offset = chunk.offset_index_offset
     if offset is None:
         return []
-    index, _ = deserialize(t.OffsetIndex, pf.read_bytes(offset, chunk.offset_index_length or 0))
+    data = _index_bytes(pf, offset, chunk.offset_index_length, cipher, ModuleType.OFFSET_INDEX)
+    index, _ = deserialize(t.OffsetIndex, data)
     at = f"{where}: OffsetIndex at byte offset {offset}"
     data_pages = _data_pages(decoded)
     locations = index.page_locations or []
@@ -78,12 +112,17 @@ def _check_offset_index(
 
 
 def _check_column_index(
-    pf: ParquetFile, chunk: t.ColumnChunk, decoded: DecodedChunk, where: str
+    pf: ParquetFile,
+    chunk: t.ColumnChunk,
+    decoded: DecodedChunk,
+    where: str,
+    cipher: ChunkDecryptor | None,
 ) -> list[str]:
     offset = chunk.column_index_offset
     if offset is None:
         return []
-    index, _ = deserialize(t.ColumnIndex, pf.read_bytes(offset, chunk.column_index_length or 0))
+    data = _index_bytes(pf, offset, chunk.column_index_length, cipher, ModuleType.COLUMN_INDEX)
+    index, _ = deserialize(t.ColumnIndex, data)
     at = f"{where}: ColumnIndex at byte offset {offset}"
     data_pages = _data_pages(decoded)
     null_pages = index.null_pages or []
@@ -107,8 +146,33 @@ def _check_column_index(
     return problems
 
 
+def _bloom_bitset(
+    data: memoryview, cipher: ChunkDecryptor | None, at: str
+) -> tuple[bytes | None, list[str]]:
+    """The bitset of a bloom filter (header then bitset; two modules when encrypted)."""
+    if cipher is None:
+        header, end = deserialize(t.BloomFilterHeader, data)
+        size = header.numBytes
+        if size is None or size < 0 or end + size > len(data):
+            return None, [f"{at}: its bitset of {size} bytes runs past its {len(data)} bytes."]
+        return bytes(data[end : end + size]), []
+    plain, end = cipher.decrypt(ModuleType.BLOOM_FILTER_HEADER, data)
+    header, _ = deserialize(t.BloomFilterHeader, plain)  # zero padding may follow
+    bitset, _ = cipher.decrypt(ModuleType.BLOOM_FILTER_BITSET, data[end:])
+    if header.numBytes != len(bitset):
+        return None, [
+            f"{at}: its header says {header.numBytes} bytes, its bitset has {len(bitset)}."
+        ]
+    return bitset, []
+
+
 def _check_bloom_filter(
-    pf: ParquetFile, meta: t.ColumnMetaData, spec: ColumnSpec, decoded: DecodedChunk, where: str
+    pf: ParquetFile,
+    meta: t.ColumnMetaData,
+    spec: ColumnSpec,
+    decoded: DecodedChunk,
+    where: str,
+    cipher: ChunkDecryptor | None,
 ) -> list[str]:
     offset = meta.bloom_filter_offset
     if offset is None:
@@ -116,11 +180,10 @@ def _check_bloom_filter(
     at = f"{where}: bloom filter at byte offset {offset}"
     available = pf.footer_offset - offset
     length = meta.bloom_filter_length or min(available, _MAX_BLOOM_FILTER_SIZE)
-    data = pf.read_bytes(offset, length)
-    header, end = deserialize(t.BloomFilterHeader, data)
-    if header.numBytes is None or header.numBytes < 0 or end + header.numBytes > len(data):
-        return [f"{at}: its bitset of {header.numBytes} bytes runs past its {len(data)} bytes."]
-    bloom = SplitBlockBloomFilter.from_bitset(bytes(data[end : end + header.numBytes]))
+    bitset, problems = _bloom_bitset(pf.read_bytes(offset, length), cipher, at)
+    if bitset is None:
+        return problems
+    bloom = SplitBlockBloomFilter.from_bitset(bitset)
     hashes = hash_values(decoded.values, spec.physical_type)
     missing = int(np.count_nonzero(~bloom.check_hashes(hashes)))
     if missing:
@@ -177,40 +240,52 @@ def _verify_chunk(pf: ParquetFile, i: int, spec: ColumnSpec, report: VerifyRepor
     chunk = ((pf.metadata.row_groups or [])[i].columns or [])[spec.index]
     try:
         decoded = pf.decode_column_chunk(i, spec)
+        meta = pf.column_metadata(i, spec.index)  # decrypted (cached) when encrypted
+        cipher = pf.chunk_decryptor(i, spec.index)
     except StreamwriteError as exc:
         report.problems.append(f"{where}: {exc}")
         return
     report.num_pages += len(decoded.pages)
-    meta = chunk.meta_data
-    assert meta is not None  # decode_column_chunk raised otherwise
     report.problems += _run_check(
         lambda: _check_statistics(meta, spec, decoded, where), "statistics", where
     )
     report.problems += _run_check(
-        lambda: _check_offset_index(pf, chunk, decoded, where), "OffsetIndex", where
+        lambda: _check_offset_index(pf, chunk, decoded, where, cipher), "OffsetIndex", where
     )
     report.problems += _run_check(
-        lambda: _check_column_index(pf, chunk, decoded, where), "ColumnIndex", where
+        lambda: _check_column_index(pf, chunk, decoded, where, cipher), "ColumnIndex", where
     )
     report.problems += _run_check(
-        lambda: _check_bloom_filter(pf, meta, spec, decoded, where), "bloom filter", where
+        lambda: _check_bloom_filter(pf, meta, spec, decoded, where, cipher),
+        "bloom filter",
+        where,
     )
 
 
-def verify_file(source: Source) -> VerifyReport:
+def verify_file(source: Source, *, decryption: DecryptionConfig | None = None) -> VerifyReport:
     """Walk every page of a file and check it against the metadata.
 
+    Args:
+        source: A path, file object or the file's bytes.
+        decryption: Keys of an encrypted file; with them every module is authenticated.
+
     Returns:
-        The report; a file that cannot even be opened reports that as its one problem.
+        The report; a file that cannot even be opened reports that as its one problem (an
+        encrypted footer without keys: "needs decryption keys"). Nested columns, which are not
+        checked, are a problem too.
     """
     report = VerifyReport()
     try:
-        pf = ParquetFile(source, verify_checksums=True)
+        pf = ParquetFile(source, verify_checksums=True, decryption=decryption)
     except StreamwriteError as exc:
         report.problems.append(f"cannot open: {exc}")
         return report
     with pf:
         report.num_row_groups = pf.num_row_groups
+        if pf.unsupported_columns:
+            report.problems.append(
+                f"columns {pf.unsupported_columns} are nested and cannot be checked."
+            )
         for i in range(pf.num_row_groups):
             for spec in pf.parquet_schema.columns:
                 _verify_chunk(pf, i, spec, report)

@@ -11,6 +11,19 @@ checking every size against the bytes at hand before using it:
   nor more than the chunk has left;
 - the CRC32 of the stored body is checked when the header has one and checking is on.
 
+Encrypted chunks (Parquet spec 7.3, "Parquet Modular Encryption") are walked the same way, with
+a :class:`PageCipher` decrypting each module in place::
+
+    encrypted page := header_module body_module
+    header_module  := GCM(DICTIONARY_PAGE_HEADER | DATA_PAGE_HEADER, page ordinal)(PageHeader)
+    body_module    := GCM or CTR(DICTIONARY_PAGE | DATA_PAGE, page ordinal)(compressed body)
+
+``compressed_page_size`` counts the framed body module; the CRC32 (if any) covers those
+encrypted bytes and is checked before decrypting; decompression follows decryption. Only the
+first page of a chunk with a dictionary is a dictionary page; the page ordinal counts the other
+pages from 0. A decrypted header may be followed by zero padding (parquet-java). A module that
+fails to decrypt raises :class:`~streamwrite.errors.EncryptionError` naming the module.
+
 Repetition levels of a V2 page are skipped: the schema is flat (max repetition level 0), so
 they carry no information (some writers still store a run of zeros).
 
@@ -26,7 +39,7 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -35,12 +48,14 @@ from streamwrite.errors import (
     ChecksumError,
     ConfigError,
     CorruptFileError,
+    EncryptionError,
     FormatError,
     LimitError,
     SchemaError,
     UnsupportedError,
 )
 from streamwrite.format import structs as t
+from streamwrite.format.aad import ModuleType
 from streamwrite.format.enums import CompressionCodec, Encoding, PageType, Type
 from streamwrite.format.thrift import deserialize
 from workers.compression import decompress
@@ -50,10 +65,18 @@ from workers.encoding.rle_hybrid import decode_levels_v1, decode_rle_hybrid
 from workers.encodings import decode_values
 from workers.values import BinaryValues
 
-__all__ = ["DecodedChunk", "PageInfo", "concat_values", "decode_chunk", "max_page_values"]
+__all__ = [
+    "DecodedChunk",
+    "PageCipher",
+    "PageInfo",
+    "concat_values",
+    "decode_chunk",
+    "max_page_values",
+]
 
 _DICTIONARY_ENCODINGS = (Encoding.PLAIN_DICTIONARY, Encoding.RLE_DICTIONARY)
 _DATA_PAGES = (PageType.DATA_PAGE, PageType.DATA_PAGE_V2)
+_ENCRYPTED_PAGES = (PageType.DICTIONARY_PAGE, *_DATA_PAGES)
 
 KERNEL_ERRORS: tuple[type[Exception], ...] = (
     IndexError,
@@ -67,6 +90,18 @@ KERNEL_ERRORS: tuple[type[Exception], ...] = (
 )
 """What numpy and the kernels may raise on malformed bytes; callers catch StreamwriteError
 (a ValueError) before this tuple."""
+
+
+class PageCipher(Protocol):
+    """Decrypts the modules of one column chunk (``streamwrite.decryption.ChunkDecryptor``)."""
+
+    def decrypt(
+        self, module_type: ModuleType, buf: bytes | memoryview, page_ordinal: int = -1
+    ) -> tuple[bytes, int]:
+        """Returns the plaintext of the module at the start of ``buf`` and the bytes it took.
+
+        Raises EncryptionError naming the module when it does not decrypt."""
+        ...
 
 
 def max_page_values(max_decompressed_page_size: int) -> int:
@@ -152,8 +187,12 @@ class _ChunkDecoder:
         max_definition_level: int,
         verify_checksums: bool,
         max_decompressed_page_size: int,
+        cipher: PageCipher | None = None,
+        dictionary_first: bool = False,
     ) -> None:
         self.buf = buf
+        self.cipher = cipher
+        self.dictionary_first = dictionary_first
         self.chunk_offset = chunk_offset
         self.codec = meta.codec if meta.codec is not None else CompressionCodec.UNCOMPRESSED
         self.physical_type = physical_type
@@ -290,6 +329,45 @@ class _ChunkDecoder:
             )
         self.dictionary, _ = decode_plain(raw, self.physical_type, dph.num_values, self.type_length)
 
+    def encryption_error(self, exc: EncryptionError, pos: int, also: str = "") -> EncryptionError:
+        return EncryptionError(f"{exc}{also} (page at byte offset {self.chunk_offset + pos})")
+
+    def decrypt_header(self, pos: int, page_ordinal: int) -> tuple[t.PageHeader, int]:
+        """Decrypts the page header module at ``pos``; returns it and where the body starts."""
+        assert self.cipher is not None
+        dictionary = pos == 0 and self.dictionary_first
+        module = ModuleType.DICTIONARY_PAGE_HEADER if dictionary else ModuleType.DATA_PAGE_HEADER
+        try:
+            plain, used = self.cipher.decrypt(module, self.buf[pos:], page_ordinal)
+        except EncryptionError as exc:
+            raise self.encryption_error(exc, pos) from None
+        try:
+            header, _ = deserialize(t.PageHeader, plain)  # zero padding may follow
+        except (FormatError, LimitError) as exc:
+            raise self.error(f"unreadable decrypted {module.name}: {exc}", pos) from exc
+        if dictionary != (header.type == PageType.DICTIONARY_PAGE):
+            raise self.error(f"the {module.name} module holds a page of type {header.type}.", pos)
+        return header, pos + used
+
+    def decrypt_body(
+        self, header: t.PageHeader, body: memoryview, pos: int, page_ordinal: int, also: str = ""
+    ) -> memoryview:
+        """The decrypted page body; ``also`` adds to a failure message (CRC32 mismatch)."""
+        assert self.cipher is not None
+        dictionary = header.type == PageType.DICTIONARY_PAGE
+        module = ModuleType.DICTIONARY_PAGE if dictionary else ModuleType.DATA_PAGE
+        try:
+            plain, used = self.cipher.decrypt(module, body, page_ordinal)
+        except EncryptionError as exc:
+            raise self.encryption_error(exc, pos, also) from None
+        if used != len(body):
+            raise EncryptionError(
+                f"{self.where}: the {module.name} module of page {page_ordinal} takes {used} "
+                f"bytes, its header says {len(body)} (page at byte offset "
+                f"{self.chunk_offset + pos})."
+            )
+        return memoryview(plain)
+
     def run(self, num_rows: int) -> DecodedChunk:
         pos = 0
         parts: list[Any] = []
@@ -297,21 +375,33 @@ class _ChunkDecoder:
         rows = 0
         pages: list[PageInfo] = []
         buf = self.buf
+        page_ordinal = 0
         while rows < num_rows:
             if pos >= len(buf):
                 raise self.error(f"chunk ends after {rows} of {num_rows} values.", pos)
-            try:
-                header, body_start = deserialize(t.PageHeader, buf, pos)
-            except FormatError as exc:
-                raise self.error(f"unreadable page header: {exc}", pos) from exc
+            if self.cipher is not None:
+                header, body_start = self.decrypt_header(pos, page_ordinal)
+            else:
+                try:
+                    header, body_start = deserialize(t.PageHeader, buf, pos)
+                except FormatError as exc:
+                    raise self.error(f"unreadable page header: {exc}", pos) from exc
             size = header.compressed_page_size
             if size is None or size < 0 or body_start + size > len(buf):
                 raise self.error(f"page of {size} bytes runs past the column chunk.", pos)
             body = buf[body_start : body_start + size]
+            encrypted = self.cipher is not None and header.type in _ENCRYPTED_PAGES
             if self.verify and header.crc is not None and not _crc_ok(body, header.crc):
+                if encrypted:  # a failed GCM tag names the module; CTR bodies have none
+                    also = "; its CRC32 does not match either"
+                    self.decrypt_body(header, body, pos, page_ordinal, also)
                 raise ChecksumError(
                     f"{self.where}: page CRC32 does not match its bytes.", self.chunk_offset + pos
                 )
+            if encrypted:
+                body = self.decrypt_body(header, body, pos, page_ordinal)
+            if header.type != PageType.DICTIONARY_PAGE:
+                page_ordinal += 1
             try:
                 if header.type == PageType.DICTIONARY_PAGE:
                     self.dictionary_page(header, body, pos)
@@ -374,6 +464,8 @@ def decode_chunk(
     verify_checksums: bool,
     max_decompressed_page_size: int,
     where: str | None = None,
+    cipher: PageCipher | None = None,
+    dictionary_first: bool = False,
 ) -> DecodedChunk:
     """Decode every page of one column chunk.
 
@@ -386,6 +478,9 @@ def decode_chunk(
         verify_checksums: check page CRC32s that are present.
         max_decompressed_page_size: refuse pages claiming more uncompressed bytes.
         where: how error messages name the chunk (default: ``Column 'path'``).
+        cipher: decrypts the page headers and bodies of an encrypted chunk.
+        dictionary_first: the chunk starts with a dictionary page (``dictionary_page_offset``
+            is its start); needed to pick the first header's module type when encrypted.
 
     Returns:
         The non-null values and the definition levels.
@@ -394,6 +489,8 @@ def decode_chunk(
         CorruptFileError: damaged or inconsistent pages (ChecksumError for CRC mismatches).
         LimitError: a page over the size or value count limit.
         UnsupportedError: an unsupported codec (LZO).
+        EncryptionError: a page header or body module does not decrypt (the message names the
+            module type, row group, column and page ordinals).
     """
     if where is None:
         where = f"Column {'.'.join(meta.path_in_schema or ['?'])!r}"
@@ -412,5 +509,7 @@ def decode_chunk(
         max_definition_level,
         verify_checksums,
         max_decompressed_page_size,
+        cipher,
+        dictionary_first,
     )
     return decoder.run(num_rows)
