@@ -13,7 +13,9 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "Commit": "streamwrite.layout.appender",
+    "DecryptionConfig": "streamwrite.decryption",
     "EncryptionError": "streamwrite.errors",
+    "FileEncryption": "streamwrite.encryption",
     "InlineExecutor": "streamwrite._pool",
     "ProcessPool": "streamwrite._pool",
     "WorkerError": "streamwrite._pool",
@@ -44,7 +46,9 @@ __all__ = [
     "Commit",
     "ConfigError",
     "CorruptFileError",
+    "DecryptionConfig",
     "EncryptionError",
+    "FileEncryption",
     "FormatError",
     "InlineExecutor",
     "LimitError",
@@ -69,6 +73,8 @@ __all__ = [
 
 if TYPE_CHECKING:
     from streamwrite._pool import InlineExecutor, ProcessPool, WorkerError
+    from streamwrite.decryption import DecryptionConfig
+    from streamwrite.encryption import FileEncryption
     from streamwrite.errors import (
         ChecksumError,
         ConfigError,
