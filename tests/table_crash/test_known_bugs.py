@@ -1,0 +1,93 @@
+"""Library bugs found while writing the table crash test and the ingest benchmark.
+
+Each test states the documented behaviour and is a strict xfail until the library is fixed (then
+it passes, the strict xfail fails, and the marker goes).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from streamwrite._pool import SEGMENT_PREFIX
+from streamwrite.live import LiveFile
+from streamwrite.table import open_table, read_snapshot
+from streamwrite.testing import reference_table
+
+ROOT = Path(__file__).resolve().parents[2]
+CHILD = Path(__file__).with_name("_crash_child.py")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="Table.flush() returns while a commit unit handed to the background committer still "
+    "sits in the committer's stream buffer (the commit lock is free at that moment).",
+)
+def test_flush_waits_for_every_background_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Slow partition commits make the race deterministic: while the committer commits unit 2,
+    # unit 3 waits in the stream buffer; flush() queues on the commit lock first, gets it when
+    # unit 2 is done, and returns before the committer has even received unit 3.
+    original = LiveFile.commit_encoded
+
+    async def slow_commit(self: LiveFile, *args: Any, **kwargs: Any) -> Any:
+        await anyio.sleep(0.05)
+        return await original(self, *args, **kwargs)
+
+    monkeypatch.setattr(LiveFile, "commit_encoded", slow_commit)
+    batch = reference_table(1000)
+
+    async def go() -> tuple[int, int, int]:
+        async with await open_table(tmp_path / "t", batch.schema, commit_rows=1000) as table:
+            for _ in range(3):
+                await table.append(batch)
+            await table.flush()  # "Commit everything appended so far (and wait for ...)"
+            committed = table.metrics.rows_committed
+            readable = read_snapshot(tmp_path / "t").read().num_rows
+            return table.metrics.rows_appended, committed, readable
+
+    appended, committed, readable = anyio.run(go)
+    assert (committed, readable) == (appended, appended)  # today: 2000, 2000 of 3000
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="When the pool's parent dies together with its resource tracker (SIGKILL of the "
+    "process group: systemd KillMode=control-group, docker kill, a CI timeout), its sw_<pid>_* "
+    "segments stay in /dev/shm forever: only the resource tracker unlinks them, and no later "
+    "pool sweeps segments of dead pids.",
+)
+def test_no_segments_leak_when_the_process_group_is_killed(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, str(CHILD), str(tmp_path / "t"), "1000000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        cwd=ROOT,
+        start_new_session=True,  # the child, its forkserver, workers and tracker: one group
+    )
+    assert proc.stdout is not None
+    try:
+        while not proc.stdout.readline()[:1].isdigit():  # a batch was encoded by the pool
+            assert proc.poll() is None, "the child exited"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        time.sleep(1.0)
+        leaked = sorted(Path("/dev/shm").glob(f"{SEGMENT_PREFIX}{proc.pid}_*"))
+        for path in leaked:  # clean up after the bug
+            path.unlink()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        proc.stdout.close()
+    assert not leaked, f"leaked segments: {[p.name for p in leaked]}"
