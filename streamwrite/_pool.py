@@ -37,6 +37,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.context import BaseContext
 from multiprocessing.process import BaseProcess
 from multiprocessing.shared_memory import SharedMemory
+from pathlib import Path
 from types import TracebackType
 from typing import Protocol
 
@@ -49,6 +50,7 @@ from workers.shm import Reply, job_nbytes, pack_job, worker_main
 
 __all__ = [
     "SEGMENT_PREFIX",
+    "sweep_dead_segments",
     "WORKER_GLIBC_TUNABLES",
     "Executor",
     "InlineExecutor",
@@ -58,6 +60,32 @@ __all__ = [
 
 SEGMENT_PREFIX = "sw_"
 """Every shared-memory segment of a pool is named ``sw_<parent pid>_<random hex>``."""
+SHM_DIRECTORY = Path("/dev/shm")
+
+
+def sweep_dead_segments(directory: Path = SHM_DIRECTORY) -> list[str]:
+    """Unlink pool segments whose parent process no longer exists.
+
+    A parent killed together with its resource tracker (SIGKILL of its process group) leaves
+    its segments behind; the next pool to open removes them. Segments of live processes, or of
+    processes this user may not signal, are left alone.
+
+    Returns:
+        The names removed.
+    """
+    removed = []
+    for path in directory.glob(f"{SEGMENT_PREFIX}*_*"):
+        owner = path.name[len(SEGMENT_PREFIX) :].split("_", 1)[0]
+        if not owner.isdigit() or int(owner) == os.getpid():
+            continue
+        try:
+            os.kill(int(owner), 0)
+        except ProcessLookupError:
+            path.unlink(missing_ok=True)
+            removed.append(path.name)
+        except PermissionError:
+            continue
+    return removed
 
 WORKER_GLIBC_TUNABLES = (
     "glibc.malloc.mmap_threshold=268435456:glibc.malloc.trim_threshold=1073741824"
@@ -370,6 +398,7 @@ class ProcessPool:
         if start_method == "forkserver":
             # Only takes effect if this process has not started its forkserver yet.
             ctx.set_forkserver_preload(["__main__", "workers.shm"])
+        await anyio.to_thread.run_sync(sweep_dead_segments)
         pool = cls(ctx, size)
         errors: list[Exception] = []
 

@@ -122,14 +122,17 @@ class _Partition:
     encoded: list[EncodedRowGroup] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Unit:
-    """One table commit's worth of encoded row groups, per partition."""
+    """One table commit's worth of encoded row groups, per partition (empty: a barrier)."""
 
     parts: dict[str, list[EncodedRowGroup]]
     num_rows: int
     app_id: str | None
     batch_id: int | None
+    done: anyio.Event = field(default_factory=anyio.Event)
+    result: TableCommit | None = None
+    error: BaseException | None = None
 
 
 def _write_txn(path: Path, record: TxnRecord) -> None:
@@ -292,10 +295,8 @@ class Table:
             if app_id is None and not self._due():
                 return None
             unit = await self._take_unit(app_id, batch_id)
-        if app_id is not None or self._send is None:
-            return await self._commit(unit)
-        await self._enqueue(unit)
-        return None
+            # Handed over under the lock, so units commit in the order they were taken.
+            return await self._submit(unit, wait=app_id is not None)
 
     async def _take_unit(self, app_id: str | None, batch_id: int | None) -> _Unit:
         """Encode what is buffered and take it out of the buffers (lock held)."""
@@ -317,10 +318,11 @@ class Table:
         """
         self._check()
         async with self._lock:
-            unit = await self._take_unit(None, None) if self._buffered_rows else None
-        result = await self._commit(unit) if unit is not None else None
-        async with self._commit_lock:  # background commits handed over earlier are done
-            pass
+            if self._buffered_rows:
+                unit = await self._take_unit(None, None)
+            else:  # nothing buffered: a barrier behind the commits already handed over
+                unit = _Unit({}, 0, None, None)
+            result = await self._submit(unit, wait=True)
         self._check()
         return result
 
@@ -363,19 +365,33 @@ class Table:
             self.metrics.commit_seconds.append(seconds)
             return TableCommit(record.version, unit.num_rows, dict(record.partitions))
 
-    async def _enqueue(self, unit: _Unit) -> None:
+    async def _submit(self, unit: _Unit, *, wait: bool) -> TableCommit | None:
+        """Commit ``unit`` now (no background committer) or hand it over, in order.
+
+        With ``wait``, returns once it is committed (None for a barrier) or raises its error.
+        """
+        if self._send is None:
+            return await self._commit(unit) if unit.parts or unit.num_rows else None
         self.metrics.queue_depth += 1
         await self._send.send(unit)  # waits while the committer is busy: backpressure
+        if not wait:
+            return None
+        await unit.done.wait()
+        if unit.error is not None:
+            raise unit.error
+        return unit.result
 
     async def _committer(self, receive: Any) -> None:
         async with receive:
             async for unit in receive:
                 try:
-                    await self._commit(unit)
-                except Exception:  # the table is poisoned; callers see it on their next call
-                    pass
+                    if unit.parts or unit.num_rows:
+                        unit.result = await self._commit(unit)
+                except Exception as exc:  # the table is poisoned; callers see it next call
+                    unit.error = exc
                 finally:
                     self.metrics.queue_depth -= 1
+                    unit.done.set()
 
     async def _timer(self) -> None:
         assert self._commit_interval is not None
@@ -383,9 +399,8 @@ class Table:
             await anyio.sleep(self._commit_interval / 4)
             if self._poisoned is None and self._due():
                 async with self._lock:
-                    unit = await self._take_unit(None, None) if self._buffered_rows else None
-                if unit is not None:
-                    await self._enqueue(unit)
+                    if self._buffered_rows:
+                        await self._submit(await self._take_unit(None, None), wait=False)
 
     # -- reading and lifecycle --------------------------------------------------------------
 

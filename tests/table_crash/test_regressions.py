@@ -1,7 +1,6 @@
-"""Library bugs found while writing the table crash test and the ingest benchmark.
-
-Each test states the documented behaviour and is a strict xfail until the library is fixed (then
-it passes, the strict xfail fails, and the marker goes).
+"""Regression tests for library bugs found by the table crash test and the ingest benchmark:
+``flush()`` returning before queued background commits ran, and pool segments left in
+``/dev/shm`` when a pool's whole process group is killed.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
-from streamwrite._pool import SEGMENT_PREFIX
+from streamwrite._pool import SEGMENT_PREFIX, ProcessPool
 from streamwrite.live import LiveFile
 from streamwrite.table import open_table, read_snapshot
 from streamwrite.testing import reference_table
@@ -26,11 +25,6 @@ ROOT = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).with_name("_crash_child.py")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Table.flush() returns while a commit unit handed to the background committer still "
-    "sits in the committer's stream buffer (the commit lock is free at that moment).",
-)
 def test_flush_waits_for_every_background_commit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -56,16 +50,9 @@ def test_flush_waits_for_every_background_commit(
             return table.metrics.rows_appended, committed, readable
 
     appended, committed, readable = anyio.run(go)
-    assert (committed, readable) == (appended, appended)  # today: 2000, 2000 of 3000
+    assert (committed, readable) == (appended, appended)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="When the pool's parent dies together with its resource tracker (SIGKILL of the "
-    "process group: systemd KillMode=control-group, docker kill, a CI timeout), its sw_<pid>_* "
-    "segments stay in /dev/shm forever: only the resource tracker unlinks them, and no later "
-    "pool sweeps segments of dead pids.",
-)
 def test_no_segments_leak_when_the_process_group_is_killed(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [sys.executable, str(CHILD), str(tmp_path / "t"), "1000000"],
@@ -82,9 +69,15 @@ def test_no_segments_leak_when_the_process_group_is_killed(tmp_path: Path) -> No
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         time.sleep(1.0)
+        # Nothing survived to unlink them; the next pool to open sweeps segments of dead pids.
+        assert sorted(Path("/dev/shm").glob(f"{SEGMENT_PREFIX}{proc.pid}_*"))
+
+        async def open_and_close() -> None:
+            pool = await ProcessPool.open(1)
+            await pool.aclose()
+
+        anyio.run(open_and_close)
         leaked = sorted(Path("/dev/shm").glob(f"{SEGMENT_PREFIX}{proc.pid}_*"))
-        for path in leaked:  # clean up after the bug
-            path.unlink()
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
