@@ -69,8 +69,8 @@ def test_no_segments_leak_when_the_process_group_is_killed(tmp_path: Path) -> No
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         time.sleep(1.0)
-        # Nothing survived to unlink them; the next pool to open sweeps segments of dead pids.
-        assert sorted(Path("/dev/shm").glob(f"{SEGMENT_PREFIX}{proc.pid}_*"))
+        # Nothing survived to unlink them (unless another pool, e.g. a concurrent test run,
+        # swept them already); the next pool to open sweeps segments of dead pids.
 
         async def open_and_close() -> None:
             pool = await ProcessPool.open(1)
@@ -84,3 +84,23 @@ def test_no_segments_leak_when_the_process_group_is_killed(tmp_path: Path) -> No
             proc.wait()
         proc.stdout.close()
     assert not leaked, f"leaked segments: {[p.name for p in leaked]}"
+
+
+def test_sweep_removes_only_segments_of_dead_parents(tmp_path: Path) -> None:
+    from streamwrite._pool import sweep_dead_segments
+
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    dead_pid = int(dead.stdout)  # that process has exited
+    (tmp_path / f"{SEGMENT_PREFIX}{dead_pid}_abc").write_bytes(b"x")
+    (tmp_path / f"{SEGMENT_PREFIX}{os.getpid()}_def").write_bytes(b"x")
+    (tmp_path / f"{SEGMENT_PREFIX}1_ghi").write_bytes(b"x")  # init: alive, not ours
+    (tmp_path / "other_file").write_bytes(b"x")
+    assert sweep_dead_segments(tmp_path) == [f"{SEGMENT_PREFIX}{dead_pid}_abc"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [f"{SEGMENT_PREFIX}{os.getpid()}_def", f"{SEGMENT_PREFIX}1_ghi", "other_file"]
+    )
