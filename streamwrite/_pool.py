@@ -87,6 +87,7 @@ def sweep_dead_segments(directory: Path = SHM_DIRECTORY) -> list[str]:
             continue
     return removed
 
+
 WORKER_GLIBC_TUNABLES = (
     "glibc.malloc.mmap_threshold=268435456:glibc.malloc.trim_threshold=1073741824"
 )
