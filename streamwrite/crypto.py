@@ -257,6 +257,11 @@ class KeyWrapper:
         )
 
     @property
+    def kms(self) -> KmsClient:
+        """The KMS client that wraps this writer's keys (reopening a file unwraps with it)."""
+        return self._kms
+
+    @property
     def config(self) -> EncryptionConfig:
         """The configuration this wrapper was made with."""
         return self._config

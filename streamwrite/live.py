@@ -11,6 +11,19 @@ A live file is a directory holding ``data.parquet`` and its sidecar ``_pm``::
 Opening recovers first (:mod:`streamwrite.layout.recovery`); appends run the commit protocol of
 :mod:`streamwrite.layout.appender`. Encoding and file I/O run in worker threads, so the event
 loop stays free; appends to one LiveFile are serialised.
+
+Encrypted live files (Parquet modular encryption, DESIGN sections 3 and 5)::
+
+    lf = await LiveFile.open(path, schema, encryption=FileEncryption(KeyWrapper(kms, config)))
+    lf = await LiveFile.open(path, encryption=FileEncryption(...))        # reopen, or
+    lf = await LiveFile.open(path, decryption=DecryptionConfig.from_kms(kms))
+    read_table(path, snapshot=commit.parquet_size, decryption=DecryptionConfig.from_kms(kms))
+
+The file keeps one ``aad_file_unique`` and one data key per column for its life: reopening
+decrypts the newest committed footer and adopts its keys (:mod:`streamwrite._live_keys`); the
+settings of the file win, and ``encryption=`` contradicting them is a ConfigError. Every
+committed prefix is a valid encrypted Parquet file whose row groups carry their true ordinals;
+an append that would need an ordinal above 32767 raises LimitError before anything is written.
 """
 
 from __future__ import annotations
@@ -24,9 +37,13 @@ import anyio
 import pyarrow as pa
 
 from streamwrite._io import ActionHook, LiveFileIO, fsync_directory
+from streamwrite._live_keys import LiveKeys
+from streamwrite.decryption import DecryptionConfig
+from streamwrite.encryption import FileEncryption, FileEncryptor
 from streamwrite.errors import (
     ConfigError,
     CorruptFileError,
+    EncryptionError,
     SchemaError,
     StreamwriteError,
 )
@@ -78,10 +95,14 @@ def _as_table(
     return table
 
 
-def _never_committed(io: LiveFileIO) -> bool:
+def _never_committed(io: LiveFileIO, keys: LiveKeys | None) -> bool:
     """True for a creation that crashed before its first commit point: ``_pm``'s size field
     is still 0 (or ``_pm`` is missing) AND ``data.parquet`` holds no complete footer. A missing
-    ``_pm`` beside committed data is not this case: recovery rebuilds it."""
+    ``_pm`` beside committed data is not this case: recovery rebuilds it.
+
+    Raises:
+        EncryptionError: the footers are encrypted and ``keys`` is None or wrong.
+    """
     head = io.read(LiveFileName.PM, 0, 8)
     if len(head) == 8 and head != bytes(8):
         return False
@@ -89,14 +110,18 @@ def _never_committed(io: LiveFileIO) -> bool:
         newest_footer(
             lambda offset, size: io.read(LiveFileName.DATA, offset, size),
             io.size(LiveFileName.DATA),
+            keys,
         )
     except CorruptFileError:
         return True
     return False
 
 
-def _recover(io: LiveFileIO, options: WriteOptions, apply: bool) -> RecoveryPlan:
-    """Plan recovery from the files behind ``io``, and run its actions if ``apply``."""
+def _recover(
+    io: LiveFileIO, options: WriteOptions, apply: bool, keys: LiveKeys | None = None
+) -> RecoveryPlan:
+    """Plan recovery from the files behind ``io`` (footers opened with ``keys``), and run its
+    actions if ``apply``."""
     pm_exists = io.size(LiveFileName.PM) > 0
     pm_data = io.read_all(LiveFileName.PM) if pm_exists else None
 
@@ -104,27 +129,43 @@ def _recover(io: LiveFileIO, options: WriteOptions, apply: bool) -> RecoveryPlan
         return io.read(LiveFileName.DATA, offset, size)
 
     def rebuild(versions: list[FooterVersion]) -> bytes:
-        return rebuild_sidecar(_schema_of(versions[-1]), options, versions, read)
+        newest = versions[-1]
+        schema = _schema_of(newest)
+        column_meta = None
+        if keys is not None and newest.crypto is not None:
+            column_meta = keys.column_meta(newest.crypto, [c.name for c in schema.columns])
+        return rebuild_sidecar(schema, options, versions, read, column_meta)
 
-    plan = plan_recovery(io.size(LiveFileName.DATA), read, pm_data, rebuild)
+    plan = plan_recovery(io.size(LiveFileName.DATA), read, pm_data, rebuild, keys)
     if apply and plan.actions:
         io.run(plan.actions)
     return plan
 
 
-def recover(path: str | Path, *, apply: bool = False) -> RecoveryPlan:
+def recover(
+    path: str | Path,
+    *,
+    apply: bool = False,
+    encryption: FileEncryption | None = None,
+    decryption: DecryptionConfig | None = None,
+) -> RecoveryPlan:
     """What recovery of the live file at ``path`` does (and, with ``apply``, do it).
+
+    An encrypted live file needs its keys (``encryption=`` or ``decryption=``, as for
+    :meth:`LiveFile.open`): the footer chain is decrypted to rebuild ``_pm``.
 
     Returns:
         The plan; ``plan.describe()`` says what it found and did.
 
     Raises:
         CorruptFileError: damage inside the committed prefix.
+        EncryptionError: an encrypted live file without keys, or keys that do not open it.
     """
+    keys = LiveKeys.of(encryption, decryption)
     directory = Path(path)
     io = LiveFileIO(directory, create=False)
     try:
-        return _recover(io, WriteOptions(), apply)
+        return _recover(io, WriteOptions(), apply, keys)
     finally:
         io.close()
 
@@ -142,11 +183,16 @@ def _keep_bloom_columns(
     return replace(options, columns=columns)
 
 
-def _resume_appender(plan: RecoveryPlan, schema: ParquetSchema, options: WriteOptions) -> Appender:
+def _resume_appender(
+    plan: RecoveryPlan,
+    schema: ParquetSchema,
+    options: WriteOptions,
+    encryptor: FileEncryptor | None,
+) -> Appender:
     """A commit state machine continuing after the plan's current (recovered) version."""
     current = plan.current
     writer = FileWriter.resume(
-        schema, options, current.metadata, current.footer_offset, current.footer_length
+        schema, options, current.metadata, current.footer_offset, current.footer_length, encryptor
     )
     sidecar = SidecarWriter.resume(plan.pm_bytes, plan.pm_size)
     newest = read_sidecar(plan.pm_bytes).footers[0][1]
@@ -160,6 +206,26 @@ def _resume_appender(plan: RecoveryPlan, schema: ParquetSchema, options: WriteOp
     )
 
 
+def _resume_encryptor(
+    directory: Path, current: FooterVersion, schema: ParquetSchema, keys: LiveKeys | None
+) -> FileEncryptor | None:
+    """The encryptor continuing a reopened file (None for a plaintext one)."""
+    if current.crypto is None:
+        if keys is not None and keys.encryption is not None:
+            raise ConfigError(
+                f"The live file at {str(directory)!r} was created without encryption; a live "
+                "file keeps its encryption for life, so encryption= cannot be added on reopen."
+            )
+        return None
+    if keys is None:
+        raise EncryptionError(
+            f"The live file at {str(directory)!r} is encrypted (signed plaintext footer): "
+            "appending to it needs its keys (encryption=FileEncryption(...) or "
+            "decryption=DecryptionConfig...)."
+        )
+    return keys.encryptor(current, [spec.name for spec in schema.columns])
+
+
 class LiveFile:
     """A live Parquet file opened for appending (create with :meth:`open`)."""
 
@@ -171,10 +237,12 @@ class LiveFile:
         schema: ParquetSchema,
         options: WriteOptions,
         recovery: RecoveryPlan | None,
+        keys: LiveKeys | None = None,
     ) -> None:
         self.path = directory
         self._io = io
         self._appender = appender
+        self._keys = keys
         self._schema = schema
         self.options = options
         self.recovery = recovery
@@ -188,6 +256,8 @@ class LiveFile:
         path: str | Path,
         schema: pa.Schema | None = None,
         *,
+        encryption: FileEncryption | None = None,
+        decryption: DecryptionConfig | None = None,
         _action_hook: ActionHook | None = None,
         **write_options: Any,
     ) -> LiveFile:
@@ -197,17 +267,25 @@ class LiveFile:
         appends of this session. The bloom filter columns are fixed when the file is created:
         a reopened file keeps writing filters for them (default fpp when not given again).
 
+        ``encryption`` encrypts a new file (Parquet modular encryption) with one
+        ``aad_file_unique`` and one data key per column for its life. Reopening an encrypted
+        file needs its keys: ``encryption`` (its key source unwraps the file's key metadata) or
+        ``decryption``; the file's algorithm, footer mode, AAD prefix and data keys are kept.
+
         Returns:
             The open live file; its :attr:`recovery` says what recovery did.
 
         Raises:
-            ConfigError: a new file without a schema, or a schema that differs from the file's.
+            ConfigError: a new file without a schema, a schema that differs from the file's,
+                ``encryption`` for a plaintext file or contradicting an encrypted one's.
             CorruptFileError: damage inside the committed prefix.
+            EncryptionError: an encrypted file without keys, or keys that do not open it.
             StreamwriteError: the file is open for writing elsewhere.
         """
         directory = Path(path)
+        keys = LiveKeys.of(encryption, decryption)
         return await anyio.to_thread.run_sync(
-            cls._open_sync, directory, schema, write_options, _action_hook
+            cls._open_sync, directory, schema, write_options, _action_hook, keys
         )
 
     @classmethod
@@ -217,19 +295,26 @@ class LiveFile:
         schema: pa.Schema | None,
         write_options: dict[str, Any],
         hook: ActionHook | None,
+        keys: LiveKeys | None,
     ) -> LiveFile:
         exists = (directory / LiveFileName.DATA.value).exists()
         if not exists:
             directory.mkdir(parents=True, exist_ok=True)
         io = LiveFileIO(directory, create=True, hook=hook)
         try:
-            if exists and not _never_committed(io):
-                return cls._reopen(directory, io, schema, write_options)
+            if exists and not _never_committed(io, keys):
+                return cls._reopen(directory, io, schema, write_options, keys)
             # New, or a creation that crashed before its first commit point: start over.
             if schema is None:
                 raise ConfigError(f"A new live file at {str(directory)!r} needs a schema.")
+            if keys is not None and keys.encryption is None:
+                raise ConfigError(
+                    f"A new live file at {str(directory)!r} is encrypted with encryption=, "
+                    "not decryption=."
+                )
+            encryption = None if keys is None else keys.encryption
             io.run([Truncate(LiveFileName.DATA, 0), Truncate(LiveFileName.PM, 0)])
-            return cls._create(directory, io, schema, write_options)
+            return cls._create(directory, io, schema, write_options, encryption, keys)
         except BaseException:
             io.close()
             raise
@@ -241,15 +326,22 @@ class LiveFile:
         io: LiveFileIO,
         schema: pa.Schema | None,
         write_options: dict[str, Any],
+        encryption: FileEncryption | None,
+        keys: LiveKeys | None,
     ) -> LiveFile:
         assert schema is not None
         parquet_schema = arrow_to_parquet(schema)
         options = make_write_options(schema.names, **write_options)
-        appender, pending = Appender.create(parquet_schema, options)
+        encryptor = (
+            None
+            if encryption is None
+            else encryption.open_file([spec.name for spec in parquet_schema.columns])
+        )
+        appender, pending = Appender.create(parquet_schema, options, encryptor)
         io.run(pending.actions)
         fsync_directory(directory)
         appender.confirm()
-        return cls(directory, io, appender, parquet_schema, options, None)
+        return cls(directory, io, appender, parquet_schema, options, None, keys)
 
     @classmethod
     def _reopen(
@@ -258,10 +350,12 @@ class LiveFile:
         io: LiveFileIO,
         schema: pa.Schema | None,
         write_options: dict[str, Any],
+        keys: LiveKeys | None,
     ) -> LiveFile:
-        plan = _recover(io, WriteOptions(), apply=True)
+        plan = _recover(io, WriteOptions(), apply=True, keys=keys)
         current = plan.current
         parquet_schema = _schema_of(current)
+        encryptor = _resume_encryptor(directory, current, parquet_schema, keys)
         if schema is not None and not schema.equals(
             parquet_schema.arrow_schema, check_metadata=False
         ):
@@ -273,13 +367,23 @@ class LiveFile:
         options = _keep_bloom_columns(
             options, read_sidecar(plan.pm_bytes).header.bloom_columns, parquet_schema
         )
-        appender = _resume_appender(plan, parquet_schema, options)
-        return cls(directory, io, appender, parquet_schema, options, plan)
+        appender = _resume_appender(plan, parquet_schema, options, encryptor)
+        return cls(directory, io, appender, parquet_schema, options, plan, keys)
 
     @property
     def schema(self) -> pa.Schema:
         """The Arrow schema of the file."""
         return self._schema.arrow_schema
+
+    @property
+    def encryptor(self) -> FileEncryptor | None:
+        """The file's encryption state (None for a plaintext file).
+
+        Row groups encoded elsewhere for :meth:`commit_encoded` use it and their true
+        ordinals: ``row_group_jobs(..., encryptor=lf.encryptor, row_group_ordinal=n)`` with
+        ``n`` counting on from ``last_commit.num_row_groups``.
+        """
+        return self._appender.writer.encryptor
 
     @property
     def last_commit(self) -> Commit:
@@ -298,6 +402,8 @@ class LiveFile:
 
         Raises:
             SchemaError: the data's schema differs from the file's.
+            LimitError: an encrypted file would need a row group ordinal above 32767 (nothing
+                is written; compact the file first).
             StreamwriteIOError: a write or fsync failed; the LiveFile is then poisoned and
                 every later append, commit or rollback raises (reads of what was committed
                 still work). Reopen it to recover to the last commit.
@@ -310,12 +416,23 @@ class LiveFile:
 
     def _encode_sync(self, table: pa.Table) -> list[EncodedRowGroup]:
         size = self.options.row_group_size
+        starts = range(0, table.num_rows, size)
+        appender = self._appender
+        appender.check_ready()
+        appender.check_row_group_capacity(len(starts))  # before encoding anything
+        first = len(appender.writer.row_groups)
         return [
             (
-                encode_row_group(table.slice(start, size), self._schema, self.options),
+                encode_row_group(
+                    table.slice(start, size),
+                    self._schema,
+                    self.options,
+                    encryptor=appender.writer.encryptor,
+                    row_group_ordinal=first + i,
+                ),
                 min(size, table.num_rows - start),
             )
-            for start in range(0, table.num_rows, size)
+            for i, start in enumerate(starts)
         ]
 
     async def commit_encoded(
@@ -325,12 +442,15 @@ class LiveFile:
     ) -> Commit:
         """Commit row groups encoded elsewhere (by a process pool), in order, as one commit.
 
-        ``key_value_metadata`` is recorded in this commit's footer only.
+        ``key_value_metadata`` is recorded in this commit's footer only. For an encrypted
+        file, the row groups must have been encoded with :attr:`encryptor` and the ordinals
+        they take here.
 
         Returns:
             The commit.
 
         Raises:
+            LimitError: as for :meth:`append`.
             StreamwriteIOError: as for :meth:`append`.
         """
         self._check_open()
@@ -374,11 +494,13 @@ class LiveFile:
         actions = plan_rollback(pm_data, parquet_size)
         try:
             self._io.run(actions)
-            plan = _recover(self._io, self.options, apply=True)
+            plan = _recover(self._io, self.options, apply=True, keys=self._keys)
         except BaseException:
             appender.fail()
             raise
-        self._appender = _resume_appender(plan, self._schema, self.options)
+        self._appender = _resume_appender(
+            plan, self._schema, self.options, appender.writer.encryptor
+        )
         return self.last_commit
 
     def snapshots(self) -> list[Snapshot]:

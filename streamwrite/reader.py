@@ -657,7 +657,9 @@ def read_table(
             raise ConfigError("A table is pinned with Table.snapshot(), not snapshot=.")
         from streamwrite.table import read_snapshot  # the table layer sits above the reader
 
-        return read_snapshot(Path(source)).read(None if columns is None else list(columns))
+        return read_snapshot(Path(source)).read(
+            None if columns is None else list(columns), decryption=decryption
+        )
     with ParquetFile(
         source,
         verify_checksums=verify_checksums,

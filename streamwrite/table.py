@@ -42,6 +42,8 @@ from anyio.abc import TaskGroup
 
 from streamwrite._io import fsync_directory
 from streamwrite._pool import Executor, InlineExecutor
+from streamwrite.decryption import DecryptionConfig
+from streamwrite.encryption import FileEncryption
 from streamwrite.errors import ConfigError, CorruptFileError, SchemaError, StreamwriteIOError
 from streamwrite.layout.partitioning import check_timestamp_field, split_by_partition
 from streamwrite.layout.txn import TXN_FILE, TxnRecord, decode_txn, encode_txn
@@ -75,12 +77,15 @@ class TableSnapshot:
     files: tuple[tuple[str, int], ...]
     """``(partition name, committed data.parquet size)``, in partition order."""
 
-    def read(self, columns: list[str] | None = None) -> pa.Table:
-        """Returns: the rows of this version, partitions in order."""
+    def read(
+        self, columns: list[str] | None = None, *, decryption: DecryptionConfig | None = None
+    ) -> pa.Table:
+        """Returns: the rows of this version, partitions in order (``decryption`` holds the
+        keys of an encrypted table)."""
         from streamwrite.reader import read_table
 
         tables = [
-            read_table(self.path / name, snapshot=size, columns=columns)
+            read_table(self.path / name, snapshot=size, columns=columns, decryption=decryption)
             for name, size in self.files
         ]
         if not tables:
@@ -163,8 +168,16 @@ class Table:
         policy: tuple[int | None, int | None, float | None],
         write_options: dict[str, Any],
         row_group_bytes: int | None = None,
+        encryption: FileEncryption | None = None,
     ) -> None:
         self.path = path
+        self._encryption = encryption
+        self._next_ordinal: dict[str, int] = (
+            {}
+            if encryption is None
+            else {name: live.last_commit.num_row_groups for name, live in files.items()}
+        )
+        """Encrypted tables: the row group ordinal of each partition's next encoded row group."""
         self.schema = schema
         self._record = record
         self._files = files
@@ -189,8 +202,20 @@ class Table:
 
     # -- buffering --------------------------------------------------------------------------
 
-    async def _encode(self, table: pa.Table) -> EncodedRowGroup:
-        jobs = row_group_jobs(table, self._parquet_schema, self._options)
+    async def _encode(self, name: str, table: pa.Table) -> EncodedRowGroup:
+        """Encode one row group of partition ``name`` (encrypted with the partition's own
+        keys and ``aad_file_unique`` and its true ordinal, for an encrypted table)."""
+        if self._encryption is None:
+            jobs = row_group_jobs(table, self._parquet_schema, self._options)
+        else:
+            live = await self._partition(name)
+            jobs = row_group_jobs(
+                table,
+                self._parquet_schema,
+                self._options,
+                live.encryptor,
+                self._next_ordinal[name],
+            )
         return (await self._executor.run_all(jobs), table.num_rows)
 
     def _row_group_rows(self, buffer: _Partition) -> int:
@@ -213,7 +238,9 @@ class Table:
                 return
             rows = pa.concat_tables(buffer.pending)
             piece, rest = rows.slice(0, size), rows.slice(size)
-            encoded = await self._encode(piece)
+            encoded = await self._encode(name, piece)
+            if name in self._next_ordinal:
+                self._next_ordinal[name] += 1
             buffer.pending = [rest] if rest.num_rows else []
             buffer.pending_rows = rest.num_rows
             buffer.pending_bytes = rest.nbytes
@@ -331,8 +358,12 @@ class Table:
     async def _partition(self, name: str) -> LiveFile:
         live = self._files.get(name)
         if live is None:
-            live = await LiveFile.open(self.path / name, self.schema, **self._write_options)
+            live = await LiveFile.open(
+                self.path / name, self.schema, encryption=self._encryption, **self._write_options
+            )
             self._files[name] = live
+            if self._encryption is not None:
+                self._next_ordinal[name] = live.last_commit.num_row_groups
         return live
 
     async def _commit(self, unit: _Unit) -> TableCommit:
@@ -464,7 +495,7 @@ def _as_table(
 
 
 async def _recover_partitions(
-    path: Path, record: TxnRecord, write_options: dict[str, Any]
+    path: Path, record: TxnRecord, write_options: dict[str, Any], encryption: FileEncryption | None
 ) -> dict[str, LiveFile]:
     """Open every partition; roll back those ahead of ``_txn`` (their table commit never came)."""
     files: dict[str, LiveFile] = {}
@@ -472,7 +503,7 @@ async def _recover_partitions(
         for child in sorted(
             p for p in path.iterdir() if p.is_dir() and (p / "data.parquet").exists()
         ):
-            live = await LiveFile.open(child, **write_options)
+            live = await LiveFile.open(child, encryption=encryption, **write_options)
             files[child.name] = live
             committed = record.partitions.get(child.name)
             current = live.last_commit.parquet_size
@@ -504,6 +535,7 @@ async def open_table(
     commit_bytes: int | None = None,
     commit_interval: float | None = None,
     row_group_bytes: int | None = None,
+    encryption: FileEncryption | None = None,
     **write_options: Any,
 ) -> Table:
     """Create the table at ``path`` (a directory) or reopen it, recovering first.
@@ -519,6 +551,10 @@ async def open_table(
             buffered, or this many seconds passed since the last commit.
         row_group_bytes: also cut a row group when a partition buffers this many (Arrow)
             bytes; ``row_group_size`` (rows, a write option) applies too.
+        encryption: encrypts every partition (each its own live file with its own
+            ``aad_file_unique``; data keys come from the key source, see
+            :class:`~streamwrite.encryption.FileEncryption`). Reopening an encrypted table
+            needs it again (its key source unwraps the partitions' keys).
         write_options: as for :func:`streamwrite.write_table`.
 
     Returns:
@@ -527,6 +563,7 @@ async def open_table(
     Raises:
         ConfigError: bad options, no schema for a new table, a schema that does not match.
         CorruptFileError: a partition is behind the table's ``_txn``.
+        EncryptionError: an encrypted partition reopened without ``encryption``.
     """
     directory = Path(path)
     for name, value in (
@@ -552,7 +589,7 @@ async def open_table(
                 f"{record.timestamp!r}; it cannot change to {partition_by!r} on {timestamp!r}."
             )
         schema = stored
-        files = await _recover_partitions(directory, record, write_options)
+        files = await _recover_partitions(directory, record, write_options, encryption)
     else:
         if schema is None:
             raise ConfigError(f"A new table at {str(directory)!r} needs a schema.")
@@ -576,4 +613,5 @@ async def open_table(
         (commit_rows, commit_bytes, commit_interval),
         write_options,
         row_group_bytes,
+        encryption,
     )

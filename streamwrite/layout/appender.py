@@ -20,16 +20,34 @@ States and transitions::
 Offsets are counted, never read back. A failure anywhere in a commit (an fsync error above
 all: the kernel may have dropped the dirty pages) poisons the machine; nothing more is
 acknowledged, and reopening the file recovers to the last commit point.
+
+Encrypted live files (the FileWriter has a FileEncryptor; DESIGN sections 3 and 5): one
+``aad_file_unique`` and one data key per column for the file's whole life, the footer of step 1
+is ``FileCryptoMetaData enc(FileMetaData) length "PARE"`` (or a signed plaintext footer), and
+each row group carries its true ordinal. Row group ordinals are i16 in the module AADs, so
+:meth:`Appender.prepare` refuses, with :class:`~streamwrite.errors.LimitError` and before any
+action exists, a commit that would need an ordinal above ``MAX_ORDINAL`` (32767).
+
+What ``_pm`` holds for an encrypted column (``ColumnChunk.crypto_metadata`` set): only the
+chunk's layout, as a signed plaintext footer shows it (codec, encodings, ``num_values``, byte
+range, compressed size). Its statistics (null count, min, max) are left absent and its
+external bloom filter entry is ``(0, 0)`` (the bloom filter is an encrypted module, useless to
+a reader without keys). Row counts, column names and types are in ``_pm`` as for any live
+file. No key and no key metadata is ever written to ``_pm``. The layout of a chunk whose
+ColumnMetaData is encrypted (encrypted footer, column key) is read through a
+:data:`ColumnMetaOf` that decrypts ``encrypted_column_metadata``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
-from streamwrite.errors import StreamwriteError, StreamwriteIOError
+from streamwrite.errors import EncryptionError, LimitError, StreamwriteError, StreamwriteIOError
 from streamwrite.format import structs as t
+from streamwrite.format.aad import MAX_ORDINAL, ModuleType
 from streamwrite.format.sidecar import (
     FEATURE_BLOOM_FILTERS,
     FEATURE_BLOOM_FILTERS_EXTERNAL,
@@ -49,14 +67,23 @@ from streamwrite.options import WriteOptions
 from streamwrite.schema import ParquetSchema
 from workers.chunk import EncodedChunk
 
+if TYPE_CHECKING:
+    from streamwrite.encryption import FileEncryptor
+
 __all__ = [
     "Appender",
     "AppenderState",
+    "ColumnMetaOf",
     "Commit",
     "PendingCommit",
+    "column_meta_from_encryptor",
     "rebuild_sidecar",
     "sidecar_header",
 ]
+
+ColumnMetaOf = Callable[[t.ColumnChunk, int, int], t.ColumnMetaData]
+"""``(column chunk, row group ordinal, column ordinal) -> ColumnMetaData`` of a chunk whose
+ColumnMetaData is only in ``encrypted_column_metadata`` (it decrypts the module)."""
 
 _BLOOM_HEADER_MAX_SIZE = 64
 
@@ -127,10 +154,44 @@ def sidecar_header(
     )
 
 
-def _chunk_record(column: t.ColumnChunk) -> ChunkRecord:
-    meta = column.meta_data
-    assert meta is not None
-    stats = meta.statistics
+def column_meta_from_encryptor(encryptor: FileEncryptor) -> ColumnMetaOf:
+    """A :data:`ColumnMetaOf` decrypting with the ciphers of the file's own encryptor.
+
+    Raises (when called):
+        EncryptionError: the module does not decrypt, or the column is not encrypted.
+    """
+
+    def column_meta(column: t.ColumnChunk, row_group: int, ordinal: int) -> t.ColumnMetaData:
+        cipher = encryptor.column_cipher(ordinal)
+        if cipher is None or column.encrypted_column_metadata is None:
+            raise EncryptionError(
+                f"Column {ordinal} of row group {row_group} has no ColumnMetaData to decrypt."
+            )
+        plain, _ = cipher.decrypt(
+            ModuleType.COLUMN_META_DATA, column.encrypted_column_metadata, row_group, ordinal
+        )
+        meta, _ = deserialize(t.ColumnMetaData, plain)
+        return meta
+
+    return column_meta
+
+
+def _column_meta(
+    column: t.ColumnChunk, row_group: int, ordinal: int, column_meta: ColumnMetaOf | None
+) -> t.ColumnMetaData:
+    if column.meta_data is not None:
+        return column.meta_data
+    if column_meta is None:
+        raise EncryptionError(
+            f"The ColumnMetaData of column {ordinal} in row group {row_group} is encrypted; "
+            "describing it in _pm needs the file's keys."
+        )
+    return column_meta(column, row_group, ordinal)
+
+
+def _chunk_record(column: t.ColumnChunk, meta: t.ColumnMetaData) -> ChunkRecord:
+    """The ``_pm`` record of a chunk; no statistics for an encrypted column."""
+    stats = None if column.crypto_metadata is not None else meta.statistics
     start = meta.dictionary_page_offset or meta.data_page_offset or 0
     return ChunkRecord(
         codec=int(meta.codec or 0),
@@ -147,13 +208,15 @@ def _chunk_record(column: t.ColumnChunk) -> ChunkRecord:
     )
 
 
-def _external_bloom(column: t.ColumnChunk, read: ReadAt) -> tuple[int, int]:
-    """(offset, length) of the chunk's bloom filter bitset in data.parquet; (0, 0) if none.
+def _external_bloom(column: t.ColumnChunk, meta: t.ColumnMetaData, read: ReadAt) -> tuple[int, int]:
+    """(offset, length) of the chunk's bloom filter bitset in data.parquet; (0, 0) if none or
+    if the column is encrypted (its filter is an encrypted module).
 
     ``read(offset, size)`` reads data.parquet bytes (or the bytes about to be written there).
     """
-    meta = column.meta_data
-    if meta is None or meta.bloom_filter_offset is None or not meta.bloom_filter_length:
+    if column.crypto_metadata is not None:
+        return (0, 0)
+    if meta.bloom_filter_offset is None or not meta.bloom_filter_length:
         return (0, 0)
     raw = read(meta.bloom_filter_offset, min(meta.bloom_filter_length, _BLOOM_HEADER_MAX_SIZE))
     header, header_size = deserialize(t.BloomFilterHeader, raw)
@@ -161,40 +224,66 @@ def _external_bloom(column: t.ColumnChunk, read: ReadAt) -> tuple[int, int]:
 
 
 def _blocks(
-    row_groups: Sequence[t.RowGroup], header: SidecarHeader, read: ReadAt
+    row_groups: Sequence[t.RowGroup],
+    header: SidecarHeader,
+    read: ReadAt,
+    first_ordinal: int,
+    column_meta: ColumnMetaOf | None = None,
 ) -> tuple[list[RowGroupBlock], list[tuple[int, int]]]:
-    """The ``_pm`` blocks of new row groups and their external bloom entries (row-major)."""
+    """The ``_pm`` blocks of new row groups and their external bloom entries (row-major).
+
+    ``first_ordinal`` is the index of ``row_groups[0]`` in the file.
+    """
     blocks = []
     blooms = []
-    for row_group in row_groups:
+    for index, row_group in enumerate(row_groups, first_ordinal):
+        ordinal = index if row_group.ordinal is None else row_group.ordinal
         columns = row_group.columns or []
+        metas = [_column_meta(c, ordinal, i, column_meta) for i, c in enumerate(columns)]
         blocks.append(
             RowGroupBlock(
                 num_rows=row_group.num_rows or 0,
-                chunks=tuple(_chunk_record(c) for c in columns),
+                chunks=tuple(_chunk_record(c, m) for c, m in zip(columns, metas, strict=True)),
             )
         )
-        blooms += [_external_bloom(columns[i], read) for i in header.bloom_columns]
+        blooms += [_external_bloom(columns[i], metas[i], read) for i in header.bloom_columns]
     return blocks, blooms
 
 
+def _bloom_columns(row_groups: Sequence[t.RowGroup], column_meta: ColumnMetaOf | None) -> list[int]:
+    """The columns with a bloom filter in some row group (the file's bloom columns)."""
+    found: set[int] = set()
+    for index, rg in enumerate(row_groups):
+        ordinal = index if rg.ordinal is None else rg.ordinal
+        for i, column in enumerate(rg.columns or []):
+            if i in found:
+                continue
+            meta = _column_meta(column, ordinal, i, column_meta)
+            if meta.bloom_filter_offset is not None:
+                found.add(i)
+    return sorted(found)
+
+
 def rebuild_sidecar(
-    schema: ParquetSchema, options: WriteOptions, versions: Sequence[FooterVersion], read: ReadAt
+    schema: ParquetSchema,
+    options: WriteOptions,
+    versions: Sequence[FooterVersion],
+    read: ReadAt,
+    column_meta: ColumnMetaOf | None = None,
 ) -> bytes:
     """A committed ``_pm`` describing every version of a footer chain (oldest first).
 
+    ``column_meta`` decrypts the ColumnMetaData of encrypted columns (encrypted live files).
+
     Returns:
         The whole ``_pm`` file, its committed size patched in.
+
+    Raises:
+        EncryptionError: an encrypted ColumnMetaData without ``column_meta``, or one that
+            does not decrypt.
     """
     newest = versions[-1].metadata.row_groups or []
-    bloom_columns = sorted(
-        {
-            i
-            for rg in newest
-            for i, c in enumerate(rg.columns or [])
-            if c.meta_data and c.meta_data.bloom_filter_offset is not None
-        }
-    )
+    bloom_columns = _bloom_columns(newest, column_meta)
     header = sidecar_header(schema, options, bloom_columns)
     sidecar = SidecarWriter(header)
     out = bytearray(sidecar.start())
@@ -202,7 +291,7 @@ def rebuild_sidecar(
     unused = 0
     for i, version in enumerate(versions):
         row_groups = version.metadata.row_groups or []
-        blocks, blooms = _blocks(row_groups[done:], header, read)
+        blocks, blooms = _blocks(row_groups[done:], header, read, done, column_meta)
         if i:
             unused += versions[i - 1].footer_length + 8
         data, size = sidecar.commit(
@@ -228,6 +317,9 @@ class Appender:
         unused_bytes: int,
     ) -> None:
         self.writer = writer
+        self._column_meta = (
+            None if writer.encryptor is None else column_meta_from_encryptor(writer.encryptor)
+        )
         self.sidecar = sidecar
         self.header = header
         self.seq = seq
@@ -240,14 +332,18 @@ class Appender:
         """The newest acknowledged commit (a failed commit never changes it)."""
 
     @classmethod
-    def create(cls, schema: ParquetSchema, options: WriteOptions) -> tuple[Appender, PendingCommit]:
+    def create(
+        cls, schema: ParquetSchema, options: WriteOptions, encryptor: FileEncryptor | None = None
+    ) -> tuple[Appender, PendingCommit]:
         """A new, empty live file: commit 0 holds the schema and no row groups.
+
+        ``encryptor`` (its ``aad_file_unique`` and data keys) encrypts the file for its life.
 
         Returns:
             The machine (COMMITTING) and the actions creating both files.
         """
         header = sidecar_header(schema, options)
-        writer = FileWriter(schema, options)
+        writer = FileWriter(schema, options, encryptor=encryptor)
         sidecar = SidecarWriter(header)
         appender = cls(writer, sidecar, header, seq=-1, pm_size=0, unused_bytes=0)
         magic = writer.start()
@@ -265,6 +361,26 @@ class Appender:
         if self.state != AppenderState.READY:
             raise StreamwriteError("A commit is already in progress on this live file.")
 
+    def check_row_group_capacity(self, num_row_groups: int) -> None:
+        """Refuse ``num_row_groups`` more row groups if an encrypted file cannot number them.
+
+        Raises:
+            LimitError: the last new row group's ordinal would exceed ``MAX_ORDINAL`` (32767;
+                ordinals are i16 in the module AADs). Nothing is planned or written.
+        """
+        if self.writer.encryptor is None or num_row_groups <= 0:
+            return
+        existing = len(self.writer.row_groups)
+        last = existing + num_row_groups - 1
+        if last > MAX_ORDINAL:
+            raise LimitError(
+                f"This encrypted live file holds {existing} row groups; appending "
+                f"{num_row_groups} more needs row group ordinal {last}, but an encrypted "
+                f"Parquet file holds at most {MAX_ORDINAL + 1} row groups (ordinals "
+                f"0..{MAX_ORDINAL}, i16 in the module AADs). Compact the live file (rewrite it "
+                "into fewer, larger row groups) or start a new one before appending more."
+            )
+
     def prepare(
         self,
         row_groups: Sequence[tuple[Sequence[EncodedChunk], int]],
@@ -280,8 +396,10 @@ class Appender:
 
         Raises:
             StreamwriteIOError: the machine is poisoned.
+            LimitError: an encrypted file would need a row group ordinal above 32767.
         """
         self.check_ready()
+        self.check_row_group_capacity(len(row_groups))
         return self._plan(row_groups, prefix=(), key_value_metadata=key_value_metadata)
 
     def _plan(
@@ -310,7 +428,9 @@ class Appender:
         def read_appended(offset: int, size: int) -> bytes:
             return appended[offset - data_start : offset - data_start + size]
 
-        blocks, blooms = _blocks(writer.row_groups[first_new:], self.header, read_appended)
+        blocks, blooms = _blocks(
+            writer.row_groups[first_new:], self.header, read_appended, first_new, self._column_meta
+        )
         unused = self.unused_bytes + previous_footer_size
         pm_bytes, pm_size = self.sidecar.commit(
             blocks,

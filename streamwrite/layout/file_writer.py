@@ -151,13 +151,17 @@ class FileWriter:
         metadata: t.FileMetaData,
         footer_offset: int,
         footer_length: int,
+        encryptor: FileEncryptor | None = None,
     ) -> FileWriter:
         """Continue a file whose last footer (``metadata``) sits at ``footer_offset``.
+
+        An encrypted file continues with ``encryptor``, which must hold the file's own
+        ``aad_file_unique`` and data keys; its row groups keep their stored (sealed) form.
 
         Returns:
             A writer whose next bytes go right after that footer's length and magic.
         """
-        writer = cls(schema, options, footer_offset + footer_length + 8)
+        writer = cls(schema, options, footer_offset + footer_length + 8, encryptor)
         writer.row_groups = list(metadata.row_groups or [])
         for row_group in writer.row_groups:
             writer._row_group_bytes += Serialized.of(row_group)

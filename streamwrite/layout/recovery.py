@@ -15,16 +15,27 @@ Rules (DESIGN section 3):
   from the end for a ``PAR1`` that ends a decodable footer) and its ``streamwrite.prev_size``
   links back to the first commit. Every version of the chain becomes a ``_pm`` footer, so
   snapshots survive the rebuild.
+- Encrypted live files (Parquet modular encryption) end every footer with ``PARE`` (encrypted
+  footer: ``FileCryptoMetaData`` then the FOOTER module) or with ``PAR1`` after a signed
+  plaintext footer (``FileMetaData`` then a 28-byte nonce || tag). Reading an encrypted footer,
+  and checking a signature, needs the footer key: the caller passes :class:`FooterKeys`. The
+  chain walk decrypts every footer. Without keys an encrypted footer is an
+  :class:`~streamwrite.errors.EncryptionError`; a signed plaintext footer is read unverified.
+  While scanning for the newest footer, a candidate that fails to decrypt is skipped (the
+  bytes ``PARE`` may occur inside ciphertext); if no candidate decodes, the first decryption
+  error is raised (wrong keys), not "no footer".
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from streamwrite.errors import (
     ConfigError,
     CorruptFileError,
+    EncryptionError,
     FormatError,
     StreamwriteError,
     UnsupportedError,
@@ -36,6 +47,7 @@ from streamwrite.layout.actions import Action, Fsync, LiveFileName, Truncate, Wr
 from streamwrite.layout.file_writer import KV_COMMIT_SEQ, KV_PREV_SIZE
 
 __all__ = [
+    "FooterKeys",
     "FooterVersion",
     "ReadAt",
     "newest_footer",
@@ -47,7 +59,31 @@ __all__ = [
 
 ReadAt = Callable[[int, int], bytes]
 MAGIC = b"PAR1"
+ENCRYPTED_MAGIC = b"PARE"
+FOOTER_SIGNATURE_SIZE = 28
+"""nonce (12) || GCM tag (16) after a signed plaintext footer."""
 _SCAN_WINDOW = 1 << 20
+
+
+class FooterKeys(Protocol):
+    """Opens the footers of an encrypted file with its footer key (kept by the caller)."""
+
+    def decrypt_footer(self, crypto: t.FileCryptoMetaData, module: bytes) -> t.FileMetaData:
+        """Returns the FileMetaData in the encrypted FOOTER ``module`` described by ``crypto``.
+
+        Raises:
+            EncryptionError: wrong key or AAD prefix, or tampered bytes.
+            FormatError: the plaintext is not a FileMetaData.
+        """
+        ...
+
+    def verify_footer(self, crypto: t.FileCryptoMetaData, body: bytes, signature: bytes) -> None:
+        """Checks the signature of a plaintext footer ``body``.
+
+        Raises:
+            EncryptionError: wrong key or AAD prefix, or tampered bytes.
+        """
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +96,12 @@ class FooterVersion:
     metadata: t.FileMetaData
     seq: int
     prev_size: int
+    crypto: t.FileCryptoMetaData | None = None
+    """The file's encryption (algorithm with ``aad_file_unique``, footer key metadata); for a
+    signed plaintext footer, built from ``FileMetaData.encryption_algorithm`` and
+    ``footer_signing_key_metadata``. None for a plaintext file."""
+    encrypted_footer: bool = False
+    """True for a ``PARE`` footer."""
 
 
 @dataclass
@@ -101,31 +143,80 @@ def _key_values(metadata: t.FileMetaData) -> dict[str, str]:
     return {kv.key: kv.value or "" for kv in metadata.key_value_metadata or [] if kv.key}
 
 
-def parse_footer_at(read: ReadAt, parquet_size: int) -> FooterVersion:
-    """Decode the Parquet footer that ends at ``parquet_size``.
+def _decode_metadata(raw: bytes, footer_offset: int) -> tuple[t.FileMetaData, int]:
+    try:
+        return deserialize(t.FileMetaData, raw)
+    except FormatError as exc:
+        raise CorruptFileError(f"The footer does not decode: {exc}", footer_offset) from exc
+
+
+def _open_footer(
+    raw: bytes, encrypted: bool, footer_offset: int, keys: FooterKeys | None
+) -> tuple[t.FileMetaData, t.FileCryptoMetaData | None]:
+    """The FileMetaData of the footer bytes ``raw`` (between the last module and the length)."""
+    if encrypted:
+        try:
+            crypto, end = deserialize(t.FileCryptoMetaData, raw)
+        except FormatError as exc:
+            raise CorruptFileError(
+                f"The FileCryptoMetaData of the encrypted footer does not decode: {exc}",
+                footer_offset,
+            ) from exc
+        if crypto.encryption_algorithm is None:
+            raise CorruptFileError("The FileCryptoMetaData names no algorithm.", footer_offset)
+        if keys is None:
+            raise EncryptionError(
+                "The live file's footer is encrypted (PARE magic): opening it needs its keys "
+                "(encryption=FileEncryption(...) or decryption=DecryptionConfig...)."
+            )
+        try:
+            return keys.decrypt_footer(crypto, raw[end:]), crypto
+        except FormatError as exc:
+            raise CorruptFileError(str(exc), footer_offset + end) from exc
+    metadata, end = _decode_metadata(raw, footer_offset)
+    if metadata.encryption_algorithm is None:
+        if end != len(raw):
+            raise CorruptFileError("The footer has trailing bytes.", footer_offset + end)
+        return metadata, None
+    if len(raw) - end != FOOTER_SIGNATURE_SIZE:
+        raise CorruptFileError(
+            f"The signed plaintext footer leaves {len(raw) - end} bytes for its "
+            f"{FOOTER_SIGNATURE_SIZE}-byte signature.",
+            footer_offset + end,
+        )
+    crypto = t.FileCryptoMetaData(
+        encryption_algorithm=metadata.encryption_algorithm,
+        key_metadata=metadata.footer_signing_key_metadata,
+    )
+    if keys is not None:
+        keys.verify_footer(crypto, raw[:end], raw[end:])
+    return metadata, crypto
+
+
+def parse_footer_at(
+    read: ReadAt, parquet_size: int, keys: FooterKeys | None = None
+) -> FooterVersion:
+    """Decode the Parquet footer that ends at ``parquet_size`` (decrypting it with ``keys``).
 
     Returns:
         The version; ``seq``/``prev_size`` from streamwrite's key/value metadata (0 if absent).
 
     Raises:
         CorruptFileError: no decodable footer ends there.
+        EncryptionError: an encrypted footer without ``keys``; wrong keys; a tampered footer.
     """
     if parquet_size < 12:
         raise CorruptFileError(f"{parquet_size} bytes cannot hold a Parquet footer.", 0)
     tail = read(parquet_size - 8, 8)
-    if len(tail) != 8 or tail[4:] != MAGIC:
-        raise CorruptFileError("No PAR1 magic ends the footer.", parquet_size - 4)
+    if len(tail) != 8 or tail[4:] not in (MAGIC, ENCRYPTED_MAGIC):
+        raise CorruptFileError("No PAR1 or PARE magic ends the footer.", parquet_size - 4)
     footer_length = int.from_bytes(tail[:4], "little")
     footer_offset = parquet_size - 8 - footer_length
     if footer_length == 0 or footer_offset < 4:
         raise CorruptFileError(f"Footer length {footer_length} does not fit.", parquet_size - 8)
-    raw = read(footer_offset, footer_length)
-    try:
-        metadata, end = deserialize(t.FileMetaData, raw)
-    except FormatError as exc:
-        raise CorruptFileError(f"The footer does not decode: {exc}", footer_offset) from exc
-    if end != footer_length:
-        raise CorruptFileError("The footer has trailing bytes.", footer_offset + end)
+    raw = bytes(read(footer_offset, footer_length))
+    encrypted = tail[4:] == ENCRYPTED_MAGIC
+    metadata, crypto = _open_footer(raw, encrypted, footer_offset, keys)
     kv = _key_values(metadata)
     try:
         seq = int(kv.get(KV_COMMIT_SEQ, "0"))
@@ -134,14 +225,17 @@ def parse_footer_at(read: ReadAt, parquet_size: int) -> FooterVersion:
         raise CorruptFileError(f"Bad streamwrite key/value metadata: {exc}", footer_offset) from exc
     if not 0 <= prev < parquet_size:
         raise CorruptFileError(f"{KV_PREV_SIZE} {prev} does not precede the footer.", footer_offset)
-    return FooterVersion(parquet_size, footer_offset, footer_length, metadata, seq, prev)
+    return FooterVersion(
+        parquet_size, footer_offset, footer_length, metadata, seq, prev, crypto, encrypted
+    )
 
 
-def _chain(read: ReadAt, newest: FooterVersion) -> list[FooterVersion]:
-    """All versions from the first commit to ``newest``, oldest first, each validated."""
+def _chain(read: ReadAt, newest: FooterVersion, keys: FooterKeys | None) -> list[FooterVersion]:
+    """All versions from the first commit to ``newest``, oldest first, each validated (and
+    decrypted with ``keys``)."""
     versions = [newest]
     while versions[-1].prev_size:
-        version = parse_footer_at(read, versions[-1].prev_size)
+        version = parse_footer_at(read, versions[-1].prev_size, keys)
         later = versions[-1]
         if version.seq != later.seq - 1 or len(version.metadata.row_groups or []) > len(
             later.metadata.row_groups or []
@@ -155,25 +249,45 @@ def _chain(read: ReadAt, newest: FooterVersion) -> list[FooterVersion]:
     return versions
 
 
-def newest_footer(read: ReadAt, data_size: int) -> FooterVersion:
-    """Scan back from the end for the newest decodable footer of a streamwrite live file."""
+def newest_footer(read: ReadAt, data_size: int, keys: FooterKeys | None = None) -> FooterVersion:
+    """Scan back from the end for the newest decodable footer of a streamwrite live file.
+
+    The magic looked for is the file's leading one (``PARE`` for encrypted footers).
+
+    Raises:
+        CorruptFileError: no complete footer.
+        EncryptionError: footers are encrypted and ``keys`` is None, or none decrypts.
+    """
+    magic = bytes(read(0, 4)) if data_size >= 4 else MAGIC
+    if magic not in (MAGIC, ENCRYPTED_MAGIC):
+        magic = MAGIC
+    first_error: EncryptionError | None = None
     end = data_size
     while end >= 12:
         start = max(0, end - _SCAN_WINDOW)
         window = read(start, end - start)
         position = len(window)
         while True:
-            position = window.rfind(MAGIC, 0, position)
+            position = window.rfind(magic, 0, position)
             if position < 0:
                 break
             candidate = start + position + 4
             try:
-                version = parse_footer_at(read, candidate)
+                version = parse_footer_at(read, candidate, keys)
             except CorruptFileError:
                 continue  # the next rfind looks before this match
+            except EncryptionError as exc:
+                if keys is None:
+                    raise
+                first_error = first_error or exc
+                continue
             if KV_COMMIT_SEQ in _key_values(version.metadata) or version.prev_size == 0:
                 return version
         end = start + 3 if start > 0 else 0
+    if first_error is not None:
+        raise EncryptionError(
+            f"No footer of data.parquet decrypts with the keys given: {first_error}"
+        )
     raise CorruptFileError("data.parquet holds no complete footer.", 0)
 
 
@@ -189,6 +303,7 @@ def plan_recovery(
     read: ReadAt,
     pm_data: bytes | None,
     rebuild: Callable[[list[FooterVersion]], bytes],
+    keys: FooterKeys | None = None,
 ) -> RecoveryPlan:
     """Work out the committed state of a live file and the actions that restore it.
 
@@ -197,12 +312,14 @@ def plan_recovery(
         read: reads ``size`` bytes of data.parquet at ``offset``.
         pm_data: the whole ``_pm`` file, or None if it is missing.
         rebuild: builds committed ``_pm`` bytes for a chain of versions (oldest first).
+        keys: opens encrypted footers (encrypted live files).
 
     Returns:
         The plan; its actions are empty when the files are already exactly committed.
 
     Raises:
         CorruptFileError: damage inside the committed prefix of data.parquet.
+        EncryptionError: encrypted footers without ``keys``, or keys that do not open them.
     """
     reason: str | None = None
     sidecar: Sidecar | None = None
@@ -225,9 +342,9 @@ def plan_recovery(
                 f"data.parquet has {data_size} bytes but {committed_size} are committed.",
                 data_size,
             )
-        newest = parse_footer_at(read, committed_size)
+        newest = parse_footer_at(read, committed_size, keys)
         if _sidecar_matches(sidecar, newest):
-            versions = _chain(read, newest)
+            versions = _chain(read, newest, keys)
             plan = RecoveryPlan(
                 versions,
                 pm_data[: sidecar.committed_size] if pm_data else b"",
@@ -242,8 +359,8 @@ def plan_recovery(
             _truncate_data(plan, data_size)
             return plan
         reason = "_pm does not describe data.parquet (stale)"
-    newest = newest_footer(read, data_size)
-    versions = _chain(read, newest)
+    newest = newest_footer(read, data_size, keys)
+    versions = _chain(read, newest, keys)
     pm_bytes = rebuild(versions)
     plan = RecoveryPlan(versions, pm_bytes, len(pm_bytes), rebuilt_pm_reason=reason)
     plan.actions += [
