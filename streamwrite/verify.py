@@ -23,13 +23,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from streamwrite._file_tail import Source
 from streamwrite.decryption import ChunkDecryptor, DecryptionConfig
 from streamwrite.errors import CorruptFileError, StreamwriteError
 from streamwrite.format import structs as t
 from streamwrite.format.aad import ModuleType
 from streamwrite.format.enums import PageType
 from streamwrite.format.thrift import deserialize
-from streamwrite.reader import ParquetFile, Source
+from streamwrite.reader import ParquetFile
 from streamwrite.schema import ColumnSpec
 from workers.bloom import SplitBlockBloomFilter, hash_values
 from workers.decode import KERNEL_ERRORS, DecodedChunk, PageInfo

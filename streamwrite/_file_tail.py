@@ -1,0 +1,222 @@
+"""Where a reader's bytes come from, and the tail of a Parquet file (footer and magic).
+
+:class:`_Bytes` gives bounded random access to a path, a file object, a buffer, or a live
+file's committed prefix (never beyond the committed size ``_pm`` names). :func:`_read_footer`
+parses the tail (parquet-format "File Format", and 7.3 "Parquet Modular Encryption")::
+
+    ... FileMetaData footer_length (u32 LE) "PAR1"                          plaintext
+    ... FileMetaData nonce(12) tag(16) footer_length (u32 LE) "PAR1"        signed plaintext footer
+    ... FileCryptoMetaData footer_module footer_length (u32 LE) "PARE"      encrypted footer
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import IO, TypeVar
+
+from streamwrite.decryption import DecryptionConfig, FileDecryptor
+from streamwrite.errors import ConfigError, CorruptFileError, EncryptionError, FormatError
+from streamwrite.format import structs as t
+from streamwrite.format.enums import FieldRepetitionType
+from streamwrite.format.sidecar import read_sidecar
+from streamwrite.format.thrift import deserialize
+from streamwrite.layout.actions import LiveFileName
+from workers.cipher import FOOTER_SIGNATURE_SIZE
+from workers.decode import KERNEL_ERRORS
+
+__all__ = ["Source", "committed_size"]
+
+MAGIC = b"PAR1"
+ENCRYPTED_MAGIC = b"PARE"
+
+Source = str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes]
+_T = TypeVar("_T")
+
+
+class _Bytes:
+    """Random access to a file, a file object or an in-memory buffer, of a fixed size."""
+
+    def __init__(self, source: Source, snapshot: int | None = None) -> None:
+        self._file: IO[bytes] | None = None
+        self._owned = False
+        self._buffer: memoryview | None = None
+        if isinstance(source, bytes | bytearray | memoryview):
+            self._buffer = memoryview(source).cast("B")
+            self.size = len(self._buffer)
+        elif isinstance(source, str | os.PathLike):
+            path = Path(source)
+            if path.is_dir():  # a live file: only its committed size exists for readers
+                snapshot = committed_size(path) if snapshot is None else snapshot
+                path = path / LiveFileName.DATA.value
+            self._file = open(path, "rb")  # noqa: SIM115
+            self._owned = True
+            self.size = os.fstat(self._file.fileno()).st_size
+        else:
+            self._file = source
+            self.size = source.seek(0, os.SEEK_END)
+        if snapshot is not None:
+            if not 12 <= snapshot <= self.size:
+                self.close()
+                raise ConfigError(
+                    f"Snapshot size {snapshot} is not a committed size of this "
+                    f"{self.size}-byte file."
+                )
+            self.size = snapshot
+
+    def read(self, offset: int, size: int) -> memoryview:
+        if offset < 0 or size < 0 or offset + size > self.size:
+            raise CorruptFileError(
+                f"A read of {size} bytes runs past the end of the {self.size}-byte file.", offset
+            )
+        if self._buffer is not None:
+            return self._buffer[offset : offset + size]
+        assert self._file is not None
+        self._file.seek(offset)
+        data = self._file.read(size)
+        if len(data) != size:
+            raise CorruptFileError(f"Short read: {len(data)} of {size} bytes.", offset)
+        return memoryview(data)
+
+    def close(self) -> None:
+        if self._owned and self._file is not None:
+            self._file.close()
+
+
+def committed_size(directory: Path) -> int:
+    """The committed size of ``data.parquet`` in a live-file directory, from its ``_pm``.
+
+    Raises:
+        CorruptFileError: ``_pm`` is missing or unreadable (reopening the live file rebuilds it).
+    """
+    try:
+        data = (directory / LiveFileName.PM.value).read_bytes()
+    except OSError as exc:
+        raise CorruptFileError(
+            f"The live file {str(directory)!r} has no readable _pm: {exc}.", 0
+        ) from exc
+    sidecar = read_sidecar(data)
+    if not sidecar.footers:
+        raise CorruptFileError(f"The live file {str(directory)!r} has no commit.", 0)
+    return sidecar.footers[0][1].parquet_file_size
+
+
+def _decode_footer_struct(
+    cls: type[_T], data: memoryview, what: str, offset: int
+) -> tuple[_T, int]:
+    try:
+        return deserialize(cls, data)
+    except FormatError as exc:
+        raise CorruptFileError(f"The footer ({what}) does not decode: {exc}", offset) from exc
+    except KERNEL_ERRORS as exc:
+        raise CorruptFileError(
+            f"The footer ({what}) does not decode ({type(exc).__name__}: {exc}).", offset
+        ) from exc
+
+
+def _read_footer(
+    source: _Bytes, decryption: DecryptionConfig | None = None
+) -> tuple[t.FileMetaData, int, FileDecryptor | None]:
+    """The FileMetaData, the offset where the footer starts, and the file's decryptor (None
+    for a plaintext file, or a plaintext-footer file read without keys).
+
+    Raises:
+        CorruptFileError: Bad magic, footer length or footer bytes.
+        EncryptionError: An encrypted footer without keys, a wrong footer key or AAD prefix, a
+            tampered footer or footer signature.
+    """
+    if source.size < 12:
+        raise CorruptFileError(
+            f"A Parquet file needs at least 12 bytes, this one has {source.size}.", 0
+        )
+    tail = bytes(source.read(source.size - 8, 8))
+    magic = tail[4:]
+    if magic not in (MAGIC, ENCRYPTED_MAGIC) or bytes(source.read(0, 4)) != magic:
+        raise CorruptFileError(
+            "The file does not start and end with the same magic (PAR1, or PARE when "
+            "its footer is encrypted).",
+            source.size - 4,
+        )
+    footer_size = int.from_bytes(tail[:4], "little")
+    footer_offset = source.size - 8 - footer_size
+    if footer_size == 0 or footer_offset < 4:
+        raise CorruptFileError(
+            f"Footer length {footer_size} does not fit in the {source.size}-byte file.",
+            source.size - 8,
+        )
+    footer = source.read(footer_offset, footer_size)
+    if magic == ENCRYPTED_MAGIC:
+        if decryption is None:
+            raise EncryptionError(
+                "The file has an encrypted footer (PARE magic): it needs decryption keys "
+                "(decryption=DecryptionConfig...)."
+            )
+        crypto, end = _decode_footer_struct(
+            t.FileCryptoMetaData, footer, "FileCryptoMetaData", footer_offset
+        )
+        assert crypto.encryption_algorithm is not None  # a required field
+        decryptor = FileDecryptor(decryption, crypto.encryption_algorithm, crypto.key_metadata)
+        try:
+            metadata = decryptor.decrypt_footer(footer[end:])
+        except FormatError as exc:
+            raise CorruptFileError(str(exc), footer_offset + end) from exc
+        return metadata, footer_offset, decryptor
+    metadata, end = _decode_footer_struct(t.FileMetaData, footer, "FileMetaData", footer_offset)
+    if metadata.encryption_algorithm is None:
+        return metadata, footer_offset, None
+    if footer_size - end != FOOTER_SIGNATURE_SIZE:
+        raise CorruptFileError(
+            f"The signed plaintext footer leaves {footer_size - end} bytes after its "
+            f"FileMetaData for the {FOOTER_SIGNATURE_SIZE}-byte signature.",
+            footer_offset + end,
+        )
+    if decryption is None:
+        return metadata, footer_offset, None
+    decryptor = FileDecryptor(
+        decryption, metadata.encryption_algorithm, metadata.footer_signing_key_metadata
+    )
+    decryptor.verify_footer(footer[:end], footer[end:])
+    return metadata, footer_offset, decryptor
+
+
+def _leaf_paths(elements: list[t.SchemaElement]) -> list[tuple[str, t.SchemaElement, bool]]:
+    """Every leaf of a (possibly nested) schema in column order: its dotted path, its element,
+    and whether it is a flat top-level column (a direct, non-REPEATED child of the root)."""
+    leaves: list[tuple[str, t.SchemaElement, bool]] = []
+    stack: list[tuple[list[int], list[str]]] = [([max(elements[0].num_children or 0, 0)], [])]
+    for element in elements[1:]:
+        while stack and stack[-1][0][0] == 0:
+            stack.pop()
+        if not stack:
+            raise FormatError("The schema has more elements than its groups have children.")
+        remaining, prefix = stack[-1]
+        remaining[0] -= 1
+        path = [*prefix, element.name or ""]
+        if element.num_children:
+            stack.append(([max(element.num_children, 0)], path))
+        else:
+            flat = len(stack) == 1 and element.repetition_type != FieldRepetitionType.REPEATED
+            leaves.append((".".join(path), element, flat))
+    return leaves
+
+
+_PARQUET_816_FIXED = (1, 2, 9)
+_MAX_DICTIONARY_HEADER_SIZE = 100
+
+
+def _needs_parquet_816_padding(created_by: str | None) -> bool:
+    """parquet-mr up to 1.2.8 left the dictionary page header out of a chunk's size.
+
+    Readers (parquet-cpp ``ComputeColumnChunkRange``) add up to 100 bytes to such chunks.
+    """
+    if not created_by:
+        return False
+    application, _, rest = created_by.lower().partition(" version ")
+    if application.strip() != "parquet-mr":
+        return False
+    numbers = []
+    for part in rest.split("(")[0].strip().split(".")[:3]:
+        digits = "".join(ch for ch in part if ch.isdigit())
+        numbers.append(int(digits) if digits else 0)
+    numbers += [0] * (3 - len(numbers))
+    return tuple(numbers) < _PARQUET_816_FIXED
