@@ -73,6 +73,7 @@ DEFAULT_CACHE_LIFETIME_SECONDS = 600.0
 
 _F_TYPE = "keyMaterialType"
 _F_INTERNAL = "internalStorage"
+_F_KEY_REFERENCE = "keyReference"
 _F_IS_FOOTER = "isFooterKey"
 _F_KMS_ID = "kmsInstanceID"
 _F_KMS_URL = "kmsInstanceURL"
@@ -216,14 +217,34 @@ def _get_str(obj: dict[str, Any], name: str) -> str:
     return value
 
 
-def parse_key_material(key_metadata: bytes) -> KeyMaterial:
+def external_key_reference(key_metadata: bytes) -> str | None:
+    """The ``keyReference`` of key metadata whose material is stored outside the file
+    (``internalStorage`` false; parquet-java's ``_KEY_MATERIAL_FOR_<file>.json``), else None.
+
+    Raises:
+        EncryptionError: external key metadata without a string ``keyReference``.
+    """
+    try:
+        obj = json.loads(bytes(key_metadata).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        return None  # parse_key_material reports it
+    if not isinstance(obj, dict) or obj.get(_F_TYPE) != KEY_MATERIAL_TYPE:
+        return None
+    if _get_bool(obj, _F_INTERNAL, default=False):
+        return None
+    return _get_str(obj, _F_KEY_REFERENCE)
+
+
+def parse_key_material(key_metadata: bytes, *, external: bool = False) -> KeyMaterial:
     """Parses PKMT1 key metadata with internally stored key material.
 
     Booleans may be JSON booleans (Arrow, streamwrite) or strings (parquet-java). A missing
     ``internalStorage`` is read as external storage, as parquet-java does.
 
     Args:
-        key_metadata: The ``key_metadata`` bytes of a footer or column.
+        key_metadata: The ``key_metadata`` bytes of a footer or column (or, with ``external``,
+            the material a ``keyReference`` points to in an external key material store).
+        external: The material comes from an external store (it has no ``internalStorage``).
 
     Returns:
         The parsed material (wrapped keys only).
@@ -251,7 +272,7 @@ def parse_key_material(key_metadata: bytes) -> KeyMaterial:
     if material_type != KEY_MATERIAL_TYPE:
         shown = material_type if isinstance(material_type, str) and len(material_type) < 40 else "?"
         raise EncryptionError(f"Key material type {shown!r} is not supported (expected 'PKMT1').")
-    if not _get_bool(obj, _F_INTERNAL, default=False):
+    if not external and not _get_bool(obj, _F_INTERNAL, default=False):
         raise UnsupportedError(
             "Key material stored outside the file (internalStorage false) is not supported."
         )

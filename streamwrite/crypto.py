@@ -22,11 +22,14 @@ Key bytes never appear in a message, a ``repr`` or a log line.
 
 from __future__ import annotations
 
+import json
+import os
 import secrets
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from streamwrite._key_material import (
     AES_KEY_LENGTHS,
@@ -39,14 +42,16 @@ from streamwrite._key_material import (
     decode_b64,
     decrypt_key_locally,
     encrypt_key_locally,
+    external_key_reference,
     kms_unwrap,
     kms_wrap,
     parse_key_material,
 )
-from streamwrite.errors import ConfigError, EncryptionError
+from streamwrite.errors import ConfigError, EncryptionError, UnsupportedError
 
 __all__ = [
     "ALGORITHMS",
+    "load_external_key_material",
     "DEFAULT_CACHE_LIFETIME_SECONDS",
     "EncryptionConfig",
     "ExplicitKeys",
@@ -364,12 +369,14 @@ class KeyUnwrapper:
         cache_lifetime_seconds: float = DEFAULT_CACHE_LIFETIME_SECONDS,
         *,
         clock: Clock | None = None,
+        external_key_material: Mapping[str, str] | None = None,
     ) -> None:
         if isinstance(cache_lifetime_seconds, bool) or cache_lifetime_seconds <= 0:
             raise ConfigError(
                 f"cache_lifetime_seconds must be positive, not {cache_lifetime_seconds!r}."
             )
         self._kms = kms
+        self._external = dict(external_key_material or {})
         self._lifetime = float(cache_lifetime_seconds)
         self._clock: Clock = clock if clock is not None else time.monotonic
         self._keks: dict[tuple[str, str], tuple[bytes, float]] = {}
@@ -386,7 +393,7 @@ class KeyUnwrapper:
             EncryptionError: Malformed key material, KMS failure, wrong master key, tampered
                 wrapped keys, or a data key that is not 16, 24 or 32 bytes. Messages name the
                 master key id, never a key.
-            UnsupportedError: External key material storage.
+            UnsupportedError: External key material that was not given.
         """
         key_metadata = bytes(key_metadata)
         with self._lock:
@@ -394,7 +401,16 @@ class KeyUnwrapper:
             hit = self._deks.get(key_metadata)
             if hit is not None and now - hit[1] < self._lifetime:
                 return hit[0]
-        material = parse_key_material(key_metadata)
+        reference = external_key_reference(key_metadata)
+        if reference is None:
+            material = parse_key_material(key_metadata)
+        elif reference in self._external:
+            material = parse_key_material(self._external[reference].encode("utf-8"), external=True)
+        else:
+            raise UnsupportedError(
+                f"The key material ({reference!r}) is stored outside the file: pass it with "
+                "external_key_material=load_external_key_material(...)."
+            )
         mk = material.master_key_id
         kind = "footer key" if material.is_footer_key else "column key"
         if material.double_wrapping:
@@ -507,3 +523,26 @@ class ExplicitKeys:
             shown = key_id if len(key_id) <= 64 else key_id[:64] + "..."
             raise EncryptionError(f"Key id {shown!r} from the key metadata is not a known key.")
         return key
+
+
+def load_external_key_material(path: str | os.PathLike[str]) -> dict[str, str]:
+    """Read parquet-java's external key material file (``_KEY_MATERIAL_FOR_<file>.json``).
+
+    Returns:
+        ``keyReference -> key material JSON`` for :class:`KeyUnwrapper`'s
+        ``external_key_material``.
+
+    Raises:
+        EncryptionError: the file is not a JSON object of strings.
+    """
+    try:
+        store = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise EncryptionError(f"Cannot read external key material {str(path)!r}: {exc}.") from exc
+    if not isinstance(store, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in store.items()
+    ):
+        raise EncryptionError(
+            f"External key material {str(path)!r} is not a JSON object of strings."
+        )
+    return store

@@ -183,13 +183,20 @@ class DecryptionConfig:
         *,
         aad_prefix: bytes | None = None,
         cache_lifetime_seconds: float = DEFAULT_CACHE_LIFETIME_SECONDS,
+        external_key_material: Mapping[str, str] | None = None,
     ) -> DecryptionConfig:
         """Keys unwrapped from PKMT1 key material (parquet-java / Arrow key tools) by a KMS.
+
+        ``external_key_material`` holds material stored outside the file
+        (:func:`streamwrite.crypto.load_external_key_material`).
 
         Returns:
             A config over ``KeyUnwrapper(kms, cache_lifetime_seconds)``.
         """
-        return cls(KeyUnwrapper(kms, cache_lifetime_seconds), aad_prefix)
+        unwrapper = KeyUnwrapper(
+            kms, cache_lifetime_seconds, external_key_material=external_key_material
+        )
+        return cls(unwrapper, aad_prefix)
 
     @classmethod
     def from_keys(

@@ -27,7 +27,7 @@ import pytest
 
 import streamwrite
 from streamwrite.cli import main
-from streamwrite.crypto import ExplicitKeys, InMemoryKms
+from streamwrite.crypto import ExplicitKeys, InMemoryKms, load_external_key_material
 from streamwrite.decryption import DecryptionConfig, FileDecryptor
 from streamwrite.errors import EncryptionError, StreamwriteError, UnsupportedError
 from streamwrite.format import structs as t
@@ -107,13 +107,20 @@ def _check_generated(table: pa.Table, rows: int, bloom_vector: bool) -> None:
 
 @pytest.mark.parametrize("name", VECTORS)
 def test_vector_reads_the_generated_values(name: str) -> None:
+    config = _config(name)
     if name.startswith("external_key_material"):
         masters = {"kf": FOOTER_128, "kc1": COLUMNS_128["double_field"]}
         kms = InMemoryKms({**masters, "kc2": COLUMNS_128["float_field"]})
         with pytest.raises(UnsupportedError, match="outside the file"):
             ParquetFile(DATA / name, decryption=DecryptionConfig.from_kms(kms))
-        pytest.skip("external key material (keys in a side file) is not supported")
-    with ParquetFile(DATA / name, decryption=_config(name)) as pf:
+        store = load_external_key_material(DATA / f"_KEY_MATERIAL_FOR_{name}.json")
+        config = DecryptionConfig.from_kms(kms, external_key_material=store)
+        table = streamwrite.read_table(DATA / name, decryption=config)  # parquet-java, 100 rows
+        assert table.column("integers").to_pylist() == list(range(100))
+        assert table.column("strings").to_pylist() == [f"{chr(97 + i % 10)}{i}" for i in range(100)]
+        assert verify_file(DATA / name, decryption=config).problems == []
+        return
+    with ParquetFile(DATA / name, decryption=config) as pf:
         assert pf.encryption_algorithm == ("AES_GCM_CTR_V1" if "_ctr" in name else "AES_GCM_V1")
         bloom_vector = "bloom" in name
         assert pf.unsupported_columns == ([] if bloom_vector else ["int64_field"])
@@ -124,7 +131,7 @@ def test_vector_reads_the_generated_values(name: str) -> None:
         if not bloom_vector:
             with pytest.raises(UnsupportedError):
                 pf.read()  # the nested column is still refused
-    report = verify_file(DATA / name, decryption=_config(name))
+    report = verify_file(DATA / name, decryption=config)
     assert report.num_pages > 0
     assert [p for p in report.problems if "nested" not in p] == []
 
