@@ -338,7 +338,10 @@ SHUTDOWN_SCRIPT = textwrap.dedent(
         except WorkerError:
             pass
         with anyio.move_on_after(0.05):
-            await pool.run(SleepJob(job.settings, job.values, job.def_levels, job.num_rows, sleep_seconds=0.3))
+            slow = SleepJob(
+                job.settings, job.values, job.def_levels, job.num_rows, sleep_seconds=0.3
+            )
+            await pool.run(slow)
         await pool.run_all(jobs)
         # aclose while jobs are in flight: they complete, queued ones fail, all is unlinked.
         async def run_all_until_closed():
