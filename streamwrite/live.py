@@ -44,7 +44,6 @@ from streamwrite.errors import (
     ConfigError,
     CorruptFileError,
     EncryptionError,
-    SchemaError,
     StreamwriteError,
 )
 from streamwrite.format.sidecar import SidecarWriter, read_sidecar
@@ -61,7 +60,7 @@ from streamwrite.layout.recovery import (
 from streamwrite.live_info import Snapshot, snapshots_from_sidecar
 from streamwrite.options import BloomFilterOptions, WriteOptions, make_write_options
 from streamwrite.schema import ParquetSchema, arrow_to_parquet, parquet_to_arrow
-from streamwrite.writer import encode_row_group
+from streamwrite.writer import as_table, encode_row_group
 from workers.chunk import EncodedChunk
 
 __all__ = ["Commit", "EncodedRowGroup", "LiveFile", "Snapshot", "recover"]
@@ -79,20 +78,6 @@ def _schema_of(version: FooterVersion) -> ParquetSchema:
             f"The schema in the footer of commit {version.seq} is damaged: {exc}",
             version.footer_offset,
         ) from exc
-
-
-def _as_table(
-    data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch], schema: pa.Schema
-) -> pa.Table:
-    if isinstance(data, pa.Table):
-        table = data
-    elif isinstance(data, pa.RecordBatch):
-        table = pa.Table.from_batches([data])
-    else:
-        table = pa.Table.from_batches(list(data), schema=schema)
-    if not table.schema.equals(schema, check_metadata=False):
-        raise SchemaError(f"Appended data has schema {table.schema}, the live file has {schema}.")
-    return table
 
 
 def _never_committed(io: LiveFileIO, keys: LiveKeys | None) -> bool:
@@ -409,7 +394,7 @@ class LiveFile:
                 still work). Reopen it to recover to the last commit.
         """
         self._check_open()
-        table = _as_table(data, self.schema)
+        table = as_table(data, self.schema, "the live file")
         async with self._lock:
             row_groups = await anyio.to_thread.run_sync(self._encode_sync, table)
             return await anyio.to_thread.run_sync(self._commit_sync, row_groups, ())

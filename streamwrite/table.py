@@ -44,13 +44,13 @@ from streamwrite._io import fsync_directory
 from streamwrite._pool import Executor, InlineExecutor
 from streamwrite.decryption import DecryptionConfig
 from streamwrite.encryption import FileEncryption
-from streamwrite.errors import ConfigError, CorruptFileError, SchemaError, StreamwriteIOError
+from streamwrite.errors import ConfigError, CorruptFileError, StreamwriteIOError
 from streamwrite.layout.partitioning import check_timestamp_field, split_by_partition
 from streamwrite.layout.txn import TXN_FILE, TxnRecord, decode_txn, encode_txn
 from streamwrite.live import EncodedRowGroup, LiveFile
 from streamwrite.options import make_write_options
 from streamwrite.schema import arrow_to_parquet, decode_arrow_schema, encode_arrow_schema
-from streamwrite.writer import row_group_jobs
+from streamwrite.writer import as_table, row_group_jobs
 
 __all__ = ["Table", "TableCommit", "TableMetrics", "TableSnapshot", "open_table", "read_snapshot"]
 
@@ -287,7 +287,7 @@ class Table:
         self._check()
         if (app_id is None) != (batch_id is None):
             raise ConfigError("app_id and batch_id go together.")
-        table = _as_table(data, self.schema)
+        table = as_table(data, self.schema, "the table")
         # Once accepted, a batch is buffered (or committed) whole: cancellation waits for that.
         with anyio.CancelScope(shield=True):
             result = await self._accept(table, app_id, batch_id)
@@ -480,18 +480,6 @@ class Table:
                 await live.close()
             if self._owns_executor:
                 await self._executor.aclose()
-
-
-def _as_table(
-    data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch], schema: pa.Schema
-) -> pa.Table:
-    if isinstance(data, pa.RecordBatch):
-        data = pa.Table.from_batches([data])
-    elif not isinstance(data, pa.Table):
-        data = pa.Table.from_batches(list(data), schema=schema)
-    if not data.schema.equals(schema, check_metadata=False):
-        raise SchemaError(f"Appended data has schema {data.schema}, the table has {schema}.")
-    return data
 
 
 async def _recover_partitions(

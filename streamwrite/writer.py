@@ -34,6 +34,23 @@ __all__ = ["ParquetWriter", "write_table"]
 Where = str | os.PathLike[str] | IO[bytes]
 
 
+def as_table(
+    data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch], schema: pa.Schema, owner: str
+) -> pa.Table:
+    """``data`` (a table, a batch or batches) as one table of ``schema``.
+
+    Raises:
+        SchemaError: the data's schema differs (metadata aside); ``owner`` names the target.
+    """
+    if isinstance(data, pa.RecordBatch):
+        data = pa.Table.from_batches([data])
+    elif not isinstance(data, pa.Table):
+        data = pa.Table.from_batches(list(data), schema=schema)
+    if not data.schema.equals(schema, check_metadata=False):
+        raise SchemaError(f"Appended data has schema {data.schema}, {owner} has {schema}.")
+    return data
+
+
 def row_group_jobs(
     table: pa.Table,
     schema: ParquetSchema,
