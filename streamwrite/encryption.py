@@ -41,6 +41,7 @@ __all__ = [
     "FileEncryption",
     "FileEncryptor",
     "KeySource",
+    "V2_PAGE_LAYOUTS",
     "check_row_group_ordinal",
 ]
 
@@ -69,6 +70,10 @@ def _algorithm(value: Algorithm | str) -> Algorithm:
         ) from None
 
 
+V2_PAGE_LAYOUTS = ("arrow", "parquet-java")
+"""The ``FileEncryption.v2_page_layout`` values."""
+
+
 class FileEncryption:
     """How files are encrypted: key source, algorithm, footer mode and AAD prefix.
 
@@ -89,6 +94,11 @@ class FileEncryption:
         aad_prefix: Bytes prepended to every module AAD (e.g. a file name), or None.
         store_aad_prefix: Store ``aad_prefix`` in the file; False makes readers supply it.
         footer_key_columns: Columns encrypted with the footer key (``ENCRYPTION_WITH_FOOTER_KEY``).
+        v2_page_layout: How DATA_PAGE_V2 bodies are encrypted. ``"arrow"`` (default, as
+            parquet-cpp/pyarrow and arrow-rs): the whole body (levels and values) is one
+            DATA_PAGE module. ``"parquet-java"`` (as parquet-java, so Spark): the levels stay in
+            plaintext and only the (compressed) values are the DATA_PAGE module. Our reader
+            reads both; pick the one the other readers of the files need.
 
     Raises:
         ConfigError: A bad algorithm, a setting that contradicts the KeyWrapper's config,
@@ -105,11 +115,17 @@ class FileEncryption:
         aad_prefix: bytes | None = None,
         store_aad_prefix: bool | None = None,
         footer_key_columns: Iterable[str] = (),
+        v2_page_layout: str = "arrow",
     ) -> None:
         if not isinstance(keys, KeyWrapper | ExplicitKeys):
             raise ConfigError(
                 f"FileEncryption needs a KeyWrapper or ExplicitKeys, not a {type(keys).__name__}."
             )
+        if v2_page_layout not in V2_PAGE_LAYOUTS:
+            raise ConfigError(
+                f"v2_page_layout={v2_page_layout!r} is not one of {', '.join(V2_PAGE_LAYOUTS)}."
+            )
+        self.v2_page_layout = v2_page_layout
         self._keys = keys
         defaults: dict[str, object] = {
             "algorithm": Algorithm.AES_GCM_V1,
@@ -169,7 +185,8 @@ class FileEncryption:
             f"FileEncryption(keys={self._keys!r}, algorithm={self.algorithm.name}, "
             f"plaintext_footer={self.plaintext_footer!r}, aad_prefix={prefix}, "
             f"store_aad_prefix={self.store_aad_prefix!r}, "
-            f"footer_key_columns={list(self.footer_key_columns)!r})"
+            f"footer_key_columns={list(self.footer_key_columns)!r}, "
+            f"v2_page_layout={self.v2_page_layout!r})"
         )
 
     def open_file(
@@ -267,7 +284,12 @@ class FileEncryptor:
         cipher = self._ciphers[column_ordinal]
         if cipher is None:
             return None
-        return ChunkCrypto(cipher, row_group_ordinal, column_ordinal)
+        return ChunkCrypto(
+            cipher,
+            row_group_ordinal,
+            column_ordinal,
+            v2_levels_plaintext=self._settings.v2_page_layout == "parquet-java",
+        )
 
     def encryption_algorithm(self) -> t.EncryptionAlgorithm:
         """Returns: the ``EncryptionAlgorithm`` union written in the file (as parquet-cpp:

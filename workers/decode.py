@@ -24,6 +24,16 @@ first page of a chunk with a dictionary is a dictionary page; the page ordinal c
 pages from 0. A decrypted header may be followed by zero padding (parquet-java). A module that
 fails to decrypt raises :class:`~streamwrite.errors.EncryptionError` naming the module.
 
+The body of an encrypted DATA_PAGE_V2 with levels has two layouts in the wild::
+
+    Arrow (parquet-cpp, arrow-rs, streamwrite's default):  DATA_PAGE(levels + values)
+    parquet-java (Spark; streamwrite's "parquet-java"):     levels + DATA_PAGE(values)
+
+Both are read. The module's 4-byte length prefix tells them apart (at byte 0 it equals
+``len(body) - 4`` in the Arrow layout; after the levels it equals ``len(body) - levels - 4`` in
+parquet-java's), which works for CTR page bodies too (no tag to try); under GCM a body where both
+hold is tried as Arrow first, then as parquet-java.
+
 Repetition levels of a V2 page are skipped: the schema is flat (max repetition level 0), so
 they carry no information (some writers still store a run of zeros).
 
@@ -352,9 +362,63 @@ class _ChunkDecoder:
     def decrypt_body(
         self, header: t.PageHeader, body: memoryview, pos: int, page_ordinal: int, also: str = ""
     ) -> memoryview:
-        """The decrypted page body; ``also`` adds to a failure message (CRC32 mismatch)."""
+        """The decrypted page body; ``also`` adds to a failure message (CRC32 mismatch).
+
+        A DATA_PAGE_V2 with levels comes in two layouts (module docstring); see
+        :meth:`decrypt_v2_body`."""
         assert self.cipher is not None
-        dictionary = header.type == PageType.DICTIONARY_PAGE
+        if header.type == PageType.DATA_PAGE_V2 and header.data_page_header_v2 is not None:
+            v2 = header.data_page_header_v2
+            levels = (v2.repetition_levels_byte_length or 0) + (
+                v2.definition_levels_byte_length or 0
+            )
+            if 0 < levels < len(body):
+                return self.decrypt_v2_body(body, levels, pos, page_ordinal, also)
+        return self.decrypt_module(header, body, pos, page_ordinal, also)
+
+    def decrypt_v2_body(
+        self, body: memoryview, levels: int, pos: int, page_ordinal: int, also: str
+    ) -> memoryview:
+        """Decrypts a DATA_PAGE_V2 body with ``levels`` bytes of levels, in either layout.
+
+        The layout is told by the module length prefix: the whole-body module (Arrow) starts
+        with ``len(body) - 4``; parquet-java's values module, after the plaintext levels, with
+        ``len(body) - levels - 4``. Both cannot hold unless the levels' first 4 bytes happen to
+        equal that number; then (GCM) the whole-body module is tried first and the other on an
+        authentication failure. Under AES_GCM_CTR_V1 a page body has no tag, so the length
+        check alone decides. If neither fits, the whole-body module is tried, for its error.
+        """
+        size = len(body)
+        arrow = int.from_bytes(body[0:4], "little") == size - 4
+        java = size - levels >= 4 and (
+            int.from_bytes(body[levels : levels + 4], "little") == size - levels - 4
+        )
+        if arrow or not java:
+            try:
+                return self.decrypt_module(None, body, pos, page_ordinal, also)
+            except EncryptionError as exc:
+                if not java:
+                    raise
+                first = exc
+            try:
+                values = self.decrypt_module(None, body[levels:], pos, page_ordinal, also)
+            except EncryptionError:
+                raise first from None
+        else:
+            values = self.decrypt_module(None, body[levels:], pos, page_ordinal, also)
+        return memoryview(bytes(body[:levels]) + bytes(values))
+
+    def decrypt_module(
+        self,
+        header: t.PageHeader | None,
+        body: memoryview,
+        pos: int,
+        page_ordinal: int,
+        also: str = "",
+    ) -> memoryview:
+        """Decrypts ``body`` as one page module (``header`` None: a DATA_PAGE module)."""
+        assert self.cipher is not None
+        dictionary = header is not None and header.type == PageType.DICTIONARY_PAGE
         module = ModuleType.DICTIONARY_PAGE if dictionary else ModuleType.DATA_PAGE
         try:
             plain, used = self.cipher.decrypt(module, body, page_ordinal)

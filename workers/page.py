@@ -52,11 +52,15 @@ class ChunkCrypto:
         cipher: The column's cipher (its column key, or the footer key).
         row_group_ordinal: The chunk's row group ordinal in the file (``RowGroup.ordinal``).
         column_ordinal: The column's leaf ordinal in the schema.
+        v2_levels_plaintext: DATA_PAGE_V2 layout. False (parquet-cpp/pyarrow, arrow-rs): the
+            whole body is one DATA_PAGE module. True (parquet-java, Spark): the levels stay in
+            plaintext and only the (compressed) values are the DATA_PAGE module.
     """
 
     cipher: ModuleCipher
     row_group_ordinal: int
     column_ordinal: int
+    v2_levels_plaintext: bool = False
 
     def encrypt(
         self, module_type: ModuleType, plaintext: bytes | bytearray, page_ordinal: int = -1
@@ -180,8 +184,10 @@ def build_data_page_v2(
 ) -> BuiltPage:
     """A DATA_PAGE_V2: levels stay uncompressed and unprefixed; values are compressed if it helps.
 
-    ``crypto`` encrypts the whole body (levels and values, one module) and the header as the
-    ``page_ordinal``-th data page of the chunk.
+    ``crypto`` encrypts the header and the body as the ``page_ordinal``-th data page of the
+    chunk: the whole body (levels and values) as one module, or, with
+    ``crypto.v2_levels_plaintext`` (parquet-java's layout), the values only after plaintext
+    levels. ``compressed_page_size`` and the CRC32 cover the stored bytes either way.
 
     Returns:
         The page bytes and sizes.
@@ -195,7 +201,10 @@ def build_data_page_v2(
         candidate = compress(codec, values, compression_level)
         if len(candidate) < len(values):
             compressed, is_compressed = candidate, True
-    body = _seal(def_levels + compressed, crypto, False, page_ordinal)
+    if crypto is not None and crypto.v2_levels_plaintext:
+        body = def_levels + _seal(compressed, crypto, False, page_ordinal)
+    else:
+        body = _seal(def_levels + compressed, crypto, False, page_ordinal)
     header = t.PageHeader(
         type=PageType.DATA_PAGE_V2,
         uncompressed_page_size=len(def_levels) + len(values),

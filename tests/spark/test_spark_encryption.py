@@ -11,11 +11,12 @@ property ``parquet.encryption.key.list``.
 Files: column keys plus a footer-key column, double and single wrapping, encrypted and signed
 plaintext footers, both algorithms, and committed prefixes of an encrypted live file.
 
-Known gap, recorded here: encrypted DATA_PAGE_V2 pages. We encrypt the whole page body (levels
-and values) as one module, as parquet-cpp (pyarrow) and arrow-rs do; parquet-java 1.17 (Spark 4)
-fails on them ("GCM tag check failed", or garbage levels under AES_GCM_CTR_V1), which fits
-parquet-java decrypting only the values after the plaintext levels. The test asserts that they
-still fail, so a fix on either side shows up here.
+Encrypted DATA_PAGE_V2 pages: parquet-java keeps the levels in plaintext and encrypts only the
+values (``ColumnChunkPageWriteStore.writePageV2``); parquet-cpp (pyarrow), arrow-rs and our
+default ``v2_page_layout="arrow"`` encrypt the whole body as one module. Spark reads our
+``v2_page_layout="parquet-java"`` files, and still fails on the Arrow layout of nullable
+columns ("GCM tag check failed", or garbage levels under AES_GCM_CTR_V1); the test asserts both.
+Spark also writes encrypted v2 files (``parquet.writer.version=v2``) that our reader reads.
 """
 
 from __future__ import annotations
@@ -32,14 +33,17 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pyarrow as pa
 import pyarrow.feather as feather
 import pytest
 
 from streamwrite.crypto import EncryptionConfig, InMemoryKms, KeyWrapper
 from streamwrite.encryption import FileEncryption
 from streamwrite.live import LiveFile
+from streamwrite.writer import write_table
 from tests.spark.conftest import REQUIRE_ENV, SESSION_CONFIG, skip_or_fail_without_spark
 from tests.test_writer_encryption import MASTER_KEYS, TABLE, WRITE_OPTIONS, Case, write_case
+from workers import decode
 
 ROOT = Path(__file__).resolve().parents[2]
 JAVA_SOURCE = Path(__file__).parent / "java" / "InMemoryTestKms.java"
@@ -61,6 +65,16 @@ SPARK_READER = textwrap.dedent(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     results = {}
+    for job in manifest.get("writes", []):
+        try:
+            df = spark.createDataFrame(feather.read_table(job["source"]).to_pandas())
+            writer = df.coalesce(1).write.mode("overwrite")
+            for key, value in job["options"].items():
+                writer = writer.option(key, value)
+            writer.parquet(job["path"])
+            results[job["name"]] = "ok"
+        except Exception as exc:
+            results[job["name"]] = "error: " + type(exc).__name__ + ": " + str(exc)[:2000]
     for job in manifest["jobs"]:
         try:
             got = spark.read.parquet(job["path"]).toArrow()
@@ -119,13 +133,21 @@ def _session_config(classes: Path) -> dict[str, str]:
     }
 
 
-def run_spark(tmp: Path, classes: Path, jobs: list[dict[str, Any]]) -> dict[str, str]:
-    """Reads every job's file with Spark in one subprocess; returns name -> "ok" | error."""
+def run_spark(
+    tmp: Path,
+    classes: Path,
+    jobs: list[dict[str, Any]],
+    writes: list[dict[str, Any]] | None = None,
+) -> dict[str, str]:
+    """Runs ``writes`` (Spark writes a feather table as parquet), then reads every job's file,
+    with Spark in one subprocess; returns name -> "ok" | error."""
     script = tmp / "spark_reader.py"
     script.write_text(SPARK_READER)
     manifest = tmp / "manifest.json"
     out = tmp / "results.json"
-    manifest.write_text(json.dumps({"config": _session_config(classes), "jobs": jobs}))
+    manifest.write_text(
+        json.dumps({"config": _session_config(classes), "jobs": jobs, "writes": writes or []})
+    )
     proc = subprocess.run(
         [sys.executable, str(script), str(manifest), str(out)],
         capture_output=True,
@@ -149,11 +171,33 @@ SPARK_CASES = [
     Case("uniform-pf", column_keys={}, footer_key_columns=("a", "b", "c", "d", "e"),
          plaintext_footer=True),
 ]  # fmt: skip
-V2_GAP_CASES = [
+V2_CASES = [
     Case("ef-double-v2", page_version="2.0"),
     Case("pf-single-ctr-v2", algorithm="AES_GCM_CTR_V1", plaintext_footer=True,
          double_wrapping=False, page_version="2.0"),
+    Case("ef-single-ctr-v2", algorithm="AES_GCM_CTR_V1", double_wrapping=False,
+         page_version="2.0"),
+    Case("pf-double-v2-uncompressed", plaintext_footer=True, page_version="2.0",
+         compression="none"),
 ]  # fmt: skip
+JAVA_LAYOUT = "+parquet-java"
+
+
+def write_case_layout(case: Case, path: Path, layout: str) -> None:
+    """``write_case`` with ``FileEncryption(v2_page_layout=layout)``."""
+    _, wrapper = case.encryption()
+    encryption = FileEncryption(
+        wrapper, footer_key_columns=case.footer_key_columns, v2_page_layout=layout
+    )
+    write_table(
+        TABLE,
+        path,
+        encryption=encryption,
+        data_page_version=case.page_version,
+        compression=case.compression,
+        write_page_checksum=case.checksums,
+        **WRITE_OPTIONS,
+    )
 
 
 async def _live_file(path: Path, plaintext_footer: bool) -> list[int]:
@@ -180,10 +224,15 @@ def test_spark_reads_our_encrypted_files(tmp_path: Path) -> None:
     full = tmp_path / "expected-full.feather"
     feather.write_feather(TABLE, full)
     jobs = []
-    for case in [*SPARK_CASES, *V2_GAP_CASES]:
+    for case in [*SPARK_CASES, *V2_CASES]:
         path = tmp_path / f"{case.name}.parquet"
         write_case(case, path)
         jobs.append({"name": case.name, "path": str(path), "expected": str(full), "sort_by": "d"})
+    for case in V2_CASES:
+        name = case.name + JAVA_LAYOUT
+        path = tmp_path / f"{name}.parquet"
+        write_case_layout(case, path, "parquet-java")
+        jobs.append({"name": name, "path": str(path), "expected": str(full), "sort_by": "d"})
     for pf in (False, True):
         live = tmp_path / f"live-{'pf' if pf else 'ef'}"
         sizes = anyio.run(functools.partial(_live_file, live, pf))
@@ -202,9 +251,76 @@ def test_spark_reads_our_encrypted_files(tmp_path: Path) -> None:
                 }
             )
     results = run_spark(tmp_path, classes, jobs)
-    gap = {case.name for case in V2_GAP_CASES}
+    gap = {case.name for case in V2_CASES}  # Arrow layout (module docstring)
     assert {k: v for k, v in results.items() if k not in gap} == {
         job["name"]: "ok" for job in jobs if job["name"] not in gap
     }
-    for name in gap:  # the known DATA_PAGE_V2 gap (module docstring)
+    for name in gap:
         assert results[name].startswith("error: "), (name, results[name])
+
+
+SPARK_WRITES = [
+    # name, algorithm, plaintext footer, compression
+    ("spark-v2-gcm", "AES_GCM_V1", False, "zstd"),
+    ("spark-v2-ctr-pf", "AES_GCM_CTR_V1", True, "snappy"),
+    ("spark-v2-gcm-uncompressed", "AES_GCM_V1", False, "uncompressed"),
+]
+
+
+def test_our_reader_reads_spark_encrypted_v2_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spark writes encrypted DATA_PAGE_V2 files (parquet-java's layout: plaintext levels);
+    our reader reads them with the same master keys, checksums verified."""
+    from streamwrite.decryption import DecryptionConfig
+    from streamwrite.reader import ParquetFile, read_table
+
+    skip_or_fail_without_spark()
+    classes = _compile_kms(tmp_path / "kms")
+    source = tmp_path / "source.feather"
+    feather.write_feather(TABLE, source)
+    writes = []
+    for name, algorithm, pf, compression in SPARK_WRITES:
+        options = {
+            "parquet.writer.version": "v2",
+            "parquet.page.write-checksum.enabled": "true",
+            "parquet.encryption.column.keys": "kc:a,b;kd:e",
+            "parquet.encryption.footer.key": "kf",
+            "parquet.encryption.algorithm": algorithm,
+            "parquet.encryption.plaintext.footer": str(pf).lower(),
+            "parquet.page.row.count.limit": "400",
+            "compression": compression,
+        }
+        writes.append(
+            {"name": name, "source": str(source), "path": str(tmp_path / name), "options": options}
+        )
+    results = run_spark(tmp_path, classes, [], writes)
+    assert results == {name: "ok" for name, *_ in SPARK_WRITES}
+    config = DecryptionConfig.from_kms(InMemoryKms(MASTER_KEYS))
+    # record the layout of every V2 page body with levels that our reader decrypts
+    layouts: list[str] = []
+    original = decode._ChunkDecoder.decrypt_v2_body
+
+    def spy(self: Any, body: memoryview, levels: int, *args: Any) -> memoryview:
+        size = len(body)
+        java = int.from_bytes(body[levels : levels + 4], "little") == size - levels - 4
+        arrow = int.from_bytes(body[0:4], "little") == size - 4
+        layouts.append("parquet-java" if java and not arrow else "other")
+        return original(self, body, levels, *args)
+
+    monkeypatch.setattr(decode._ChunkDecoder, "decrypt_v2_body", spy)
+    for name, algorithm, _, _ in SPARK_WRITES:
+        files = sorted((tmp_path / name).glob("*.parquet"))
+        assert files, name
+        for file in files:
+            with ParquetFile(file, decryption=config) as pf:
+                assert pf.encryption_algorithm == algorithm
+        got = pa.concat_tables(read_table(f, decryption=config) for f in files)
+        got = got.select(TABLE.column_names).sort_by("d")
+        for column in TABLE.column_names:
+            assert got.column(column).to_pylist() == TABLE.column(column).to_pylist(), (
+                name,
+                column,
+            )
+        assert layouts and set(layouts) == {"parquet-java"}, (name, layouts)
+        layouts.clear()
