@@ -483,15 +483,23 @@ class Table:
 
 
 async def _recover_partitions(
-    path: Path, record: TxnRecord, write_options: dict[str, Any], encryption: FileEncryption | None
+    path: Path,
+    record: TxnRecord,
+    schema: pa.Schema,
+    write_options: dict[str, Any],
+    encryption: FileEncryption | None,
 ) -> dict[str, LiveFile]:
-    """Open every partition; roll back those ahead of ``_txn`` (their table commit never came)."""
+    """Open every partition; roll back those ahead of ``_txn`` (their table commit never came).
+
+    A partition whose creation never reached its first commit point is created again (with the
+    table's schema), then treated like any partition the ``_txn`` does not name.
+    """
     files: dict[str, LiveFile] = {}
     try:
         for child in sorted(
             p for p in path.iterdir() if p.is_dir() and (p / "data.parquet").exists()
         ):
-            live = await LiveFile.open(child, encryption=encryption, **write_options)
+            live = await LiveFile.open(child, schema, encryption=encryption, **write_options)
             files[child.name] = live
             committed = record.partitions.get(child.name)
             current = live.last_commit.parquet_size
@@ -577,7 +585,7 @@ async def open_table(
                 f"{record.timestamp!r}; it cannot change to {partition_by!r} on {timestamp!r}."
             )
         schema = stored
-        files = await _recover_partitions(directory, record, write_options, encryption)
+        files = await _recover_partitions(directory, record, schema, write_options, encryption)
     else:
         if schema is None:
             raise ConfigError(f"A new table at {str(directory)!r} needs a schema.")

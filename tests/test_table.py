@@ -236,3 +236,22 @@ def test_cancelled_appends_are_all_or_nothing_and_row_groups_cut_by_bytes(tmp_pa
     assert _sorted(result).equals(_sorted(pa.concat_tables(batches)))
     md = streamwrite.ParquetFile(next(p for p in (tmp_path / "t").iterdir() if p.is_dir())).metadata
     assert max(rg.num_rows for rg in md.row_groups) < 400  # cut by bytes, not by the 1Mi rows
+
+
+def test_a_partition_whose_creation_never_committed_is_recreated(tmp_path: Path) -> None:
+    batch = _ticks(100)
+
+    async def go() -> None:
+        table = await open_table(tmp_path / "t", SCHEMA, timestamp="ts", partition_by="day")
+        await table.append(batch, app_id="a", batch_id=1)
+        await table.close()
+        torn = tmp_path / "t" / "2000-01-01"  # a crash while creating a new partition
+        torn.mkdir()
+        (torn / "data.parquet").write_bytes(b"PAR1\x15\x00")
+        (torn / "_pm").write_bytes(b"")
+        reopened = await open_table(tmp_path / "t")
+        assert reopened.version == 1
+        await reopened.close()
+
+    _run(go)
+    assert _sorted(streamwrite.read_table(tmp_path / "t")).equals(_sorted(batch))

@@ -67,7 +67,7 @@ SPARK_READER = textwrap.dedent(
     results = {}
     for job in manifest.get("writes", []):
         try:
-            df = spark.createDataFrame(feather.read_table(job["source"]).to_pandas())
+            df = spark.createDataFrame(feather.read_table(job["source"]))  # Arrow, no pandas
             writer = df.coalesce(1).write.mode("overwrite")
             for key, value in job["options"].items():
                 writer = writer.option(key, value)
