@@ -280,14 +280,13 @@ def _add_key_options(parser: argparse.ArgumentParser) -> None:
 
 def _inspect(args: argparse.Namespace) -> int:
     path = Path(args.file)
+    decryption = decryption_from_args(args)
     live = None
     if path.is_dir():
         from streamwrite.live_info import describe_live
 
-        live = describe_live(path)
-    with ParquetFile(
-        path, decryption=decryption_from_args(args)
-    ) as pf:  # a live directory opens at its newest commit
+        live = describe_live(path, decryption)
+    with ParquetFile(path, decryption=decryption) as pf:  # a live directory: its newest commit
         info = describe(pf)
     if live is not None:
         info = {"live": live, **info}
@@ -303,7 +302,7 @@ def _inspect(args: argparse.Namespace) -> int:
 def _recover(args: argparse.Namespace) -> int:
     from streamwrite.live import recover
 
-    plan = recover(args.path, apply=args.apply)
+    plan = recover(args.path, apply=args.apply, decryption=decryption_from_args(args))
     verb = "did" if args.apply else "would do (run with --apply to do it)"
     print(f"recovery of {args.path} {verb}:")
     for line in plan.describe():
@@ -341,6 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     recover = sub.add_parser("recover", help="report (and with --apply do) live-file recovery")
     recover.add_argument("path", help="a live-file directory (data.parquet + _pm)")
     recover.add_argument("--apply", action="store_true", help="truncate torn tails, rebuild _pm")
+    _add_key_options(recover)
     recover.set_defaults(run=_recover)
     args = parser.parse_args(argv)
     try:

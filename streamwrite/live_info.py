@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from streamwrite._live_keys import LiveKeys
+from streamwrite.decryption import DecryptionConfig
 from streamwrite.errors import StreamwriteError
 from streamwrite.format.sidecar import read_row_group_block, read_sidecar
 from streamwrite.layout.actions import LiveFileName
@@ -50,8 +52,13 @@ def snapshots_from_sidecar(pm_data: bytes) -> list[Snapshot]:
     return result
 
 
-def describe_live(directory: Path) -> dict[str, Any]:
-    """A JSON-ready summary: ``_pm`` header and footers, snapshots, the Parquet footer chain."""
+def describe_live(directory: Path, decryption: DecryptionConfig | None = None) -> dict[str, Any]:
+    """A JSON-ready summary: ``_pm`` header and footers, snapshots, the Parquet footer chain.
+
+    An encrypted live file's footer chain needs ``decryption`` (else each footer shows as a
+    problem); the ``_pm`` part needs no keys.
+    """
+    keys = None if decryption is None else LiveKeys(decryption, None)
     pm_data = (directory / LiveFileName.PM.value).read_bytes()
     data_path = directory / LiveFileName.DATA.value
     sidecar = read_sidecar(pm_data)
@@ -67,7 +74,7 @@ def describe_live(directory: Path) -> dict[str, Any]:
         size = newest.parquet_file_size
         while size:
             try:
-                version = parse_footer_at(read, size)
+                version = parse_footer_at(read, size, keys)
             except StreamwriteError as exc:
                 chain.append({"parquet_size": size, "problem": str(exc)})
                 break

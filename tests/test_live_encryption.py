@@ -495,3 +495,39 @@ def test_supplied_aad_prefix_is_kept_and_never_stored(tmp_path: Path) -> None:
     assert prefix not in (path / "data.parquet").read_bytes()
     decryption = DecryptionConfig(ExplicitKeys(KEYS, "kf", {"price": "k1"}), aad_prefix=prefix)
     assert streamwrite.read_table(path, decryption=decryption).equals(TABLE.slice(0, 500))
+
+
+def test_cli_inspect_and_recover_take_keys_for_encrypted_live_files(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    path = tmp_path / "lf"
+
+    async def scenario() -> None:
+        keys = ExplicitKeys(KEYS, "kf", {"price": "k1"})
+        async with await LiveFile.open(path, TABLE.schema, encryption=FileEncryption(keys)) as lf:
+            await lf.append(TABLE.slice(0, 200))
+            await lf.append(TABLE.slice(200, 100))
+
+    _run(scenario)
+    (path / "_pm").unlink()  # recovery must decrypt the footer chain to rebuild it
+    with (path / "data.parquet").open("ab") as f:
+        f.write(b"torn")
+    cli = [sys.executable, "-m", "streamwrite.cli"]
+    key_args = ["--footer-key", KEYS["kf"].hex(), "--column-key", f"price={KEYS['k1'].hex()}"]
+    refused = subprocess.run([*cli, "recover", str(path)], capture_output=True, text=True)
+    assert refused.returncode == 2 and "Encryption" in refused.stderr + refused.stdout
+    done = subprocess.run(
+        [*cli, "recover", str(path), "--apply", *key_args], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "rebuild _pm" in done.stdout and "torn tail of 4 bytes" in done.stdout
+    info = subprocess.run(
+        [*cli, "inspect", str(path), "--json", *key_args], capture_output=True, text=True
+    )
+    assert info.returncode == 0, info.stderr
+    chain = json.loads(info.stdout)["live"]["footer_chain"]
+    assert [f.get("commit_seq") for f in chain] == [2, 1, 0]
+    for secret in (KEYS["kf"], KEYS["k1"]):
+        assert secret.hex() not in info.stdout + done.stdout
