@@ -68,6 +68,7 @@ import pyarrow as pa
 
 from streamwrite._arrow_values import PhysicalColumn, decimal_size, from_physical, to_physical
 from streamwrite._schema_read import (
+    _CONVERTED_INT,
     _PHYSICAL_SORT_ORDER,
     FIELD_ID_KEY,
     _infer_type,
@@ -114,17 +115,6 @@ __all__ = [
 ARROW_SCHEMA_KEY = "ARROW:schema"
 """Footer key-value key holding the base64 IPC-serialized Arrow schema."""
 ROOT_NAME = "schema"
-
-_CONVERTED_INT = {
-    (8, True): ConvertedType.INT_8,
-    (16, True): ConvertedType.INT_16,
-    (32, True): ConvertedType.INT_32,
-    (64, True): ConvertedType.INT_64,
-    (8, False): ConvertedType.UINT_8,
-    (16, False): ConvertedType.UINT_16,
-    (32, False): ConvertedType.UINT_32,
-    (64, False): ConvertedType.UINT_64,
-}
 
 
 @dataclass(frozen=True, slots=True)
