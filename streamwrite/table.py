@@ -139,6 +139,11 @@ class _Unit:
     result: TableCommit | None = None
     error: BaseException | None = None
 
+    @property
+    def is_barrier(self) -> bool:
+        """Nothing to commit: it only marks a place in the committer's queue."""
+        return not self.parts and not self.num_rows
+
 
 def _write_txn(path: Path, record: TxnRecord) -> None:
     """Publish ``record`` atomically: temporary file, fsync, rename, directory fsync."""
@@ -402,7 +407,7 @@ class Table:
         With ``wait``, returns once it is committed (None for a barrier) or raises its error.
         """
         if self._send is None:
-            return await self._commit(unit) if unit.parts or unit.num_rows else None
+            return None if unit.is_barrier else await self._commit(unit)
         self.metrics.queue_depth += 1
         await self._send.send(unit)  # waits while the committer is busy: backpressure
         if not wait:
@@ -416,7 +421,7 @@ class Table:
         async with receive:
             async for unit in receive:
                 try:
-                    if unit.parts or unit.num_rows:
+                    if not unit.is_barrier:
                         unit.result = await self._commit(unit)
                 except Exception as exc:  # the table is poisoned; callers see it next call
                     unit.error = exc

@@ -43,7 +43,7 @@ from workers.compression import compress
 from workers.encoding.byte_stream_split import encode_byte_stream_split
 from workers.encoding.dictionary import dictionary_encode
 from workers.encoding.plain import encode_plain
-from workers.values import BinaryValues
+from workers.values import BinaryValues, count_values
 
 __all__ = ["EncodingChoice", "choose_encodings", "sample_values"]
 
@@ -63,13 +63,9 @@ class EncodingChoice:
     dictionary: tuple[Any, npt.NDArray[np.int32]] | None = None
 
 
-def _num_values(values: Any) -> int:
-    return len(values) if isinstance(values, BinaryValues) else int(values.shape[0])
-
-
 def sample_values(values: Any, size: int) -> Any:
     """Up to ``size`` values taken at an even stride over the whole column."""
-    count = _num_values(values)
+    count = count_values(values)
     if count <= size:
         return values
     index = np.linspace(0, count - 1, size).astype(np.int64)
@@ -79,16 +75,16 @@ def sample_values(values: Any, size: int) -> Any:
 
 
 def _distinct_ratio(sample: Any, physical_type: Type) -> float:
-    count = _num_values(sample)
+    count = count_values(sample)
     dictionary, _ = dictionary_encode(sample, physical_type)
-    return _num_values(dictionary) / count
+    return count_values(dictionary) / count
 
 
 def _sampled_low_cardinality(values: Any, physical_type: Type) -> bool:
     strided = sample_values(values, DICTIONARY_SAMPLE_SIZE)
     if _distinct_ratio(strided, physical_type) <= MAX_DICTIONARY_RATIO:
         return True
-    if _num_values(values) <= DICTIONARY_SAMPLE_SIZE:
+    if count_values(values) <= DICTIONARY_SAMPLE_SIZE:
         return False
     leading = values[:DICTIONARY_SAMPLE_SIZE]
     return _distinct_ratio(leading, physical_type) <= MAX_DICTIONARY_RATIO
@@ -97,7 +93,7 @@ def _sampled_low_cardinality(values: Any, physical_type: Type) -> bool:
 def _pays_off(distinct: Any, count: int, physical_type: Type) -> bool:
     """For fixed-width numbers: dictionary page + indices at most DICTIONARY_GAIN of PLAIN."""
     width = _NUMERIC_WIDTH[physical_type]
-    num_distinct = _num_values(distinct)
+    num_distinct = count_values(distinct)
     index_bits = max(1, (num_distinct - 1).bit_length())
     encoded_size = num_distinct * width + count * index_bits / 8
     return encoded_size <= DICTIONARY_GAIN * count * width
@@ -116,11 +112,11 @@ def _non_dictionary_encoding(
     if physical_type == Type.BOOLEAN:
         return Encoding.RLE if v2 else Encoding.PLAIN
     if physical_type in (Type.INT32, Type.INT64):
-        if _num_values(values) > 1 and bool(np.all(values[1:] >= values[:-1])):
+        if count_values(values) > 1 and bool(np.all(values[1:] >= values[:-1])):
             return Encoding.DELTA_BINARY_PACKED
         return Encoding.PLAIN
     if physical_type in (Type.FLOAT, Type.DOUBLE):
-        if options.compression == CompressionCodec.UNCOMPRESSED or _num_values(values) < 64:
+        if options.compression == CompressionCodec.UNCOMPRESSED or count_values(values) < 64:
             return Encoding.PLAIN
         sample = values[:BSS_SAMPLE_SIZE]
         codec, level = options.compression, options.compression_level
@@ -149,16 +145,16 @@ def choose_encodings(
     if (
         not options.use_dictionary
         or physical_type in (Type.BOOLEAN, Type.INT96)
-        or _num_values(values) == 0
+        or count_values(values) == 0
     ):
         return EncodingChoice(False, fallback)
-    count = _num_values(values)
+    count = count_values(values)
     sorted_ints = fallback == Encoding.DELTA_BINARY_PACKED and options.encoding is None
     may_pay_off = physical_type in _NUMERIC_WIDTH and not sorted_ints
     if count <= SMALL_CHUNK_SIZE:
         # Small chunks (live-file commits): encode once and decide on the real dictionary.
         distinct, indices = dictionary_encode(values, physical_type)
-        if _num_values(distinct) <= MAX_DICTIONARY_RATIO * count or (
+        if count_values(distinct) <= MAX_DICTIONARY_RATIO * count or (
             may_pay_off and _pays_off(distinct, count, physical_type)
         ):
             return EncodingChoice(True, fallback, (distinct, indices))

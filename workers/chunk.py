@@ -52,7 +52,7 @@ from workers.page import (
     build_dictionary_page,
 )
 from workers.stats import SortOrder, ValueStats, boundary_order, compute_stats
-from workers.values import BinaryValues
+from workers.values import BinaryValues, count_values
 
 __all__ = ["ChunkCrypto", "ChunkSettings", "EncodedChunk", "encode_chunk"]
 
@@ -91,14 +91,6 @@ class EncodedChunk:
     bloom_filter: bytes | None
 
 
-def _count(values: Any) -> int:
-    return len(values) if isinstance(values, BinaryValues) else int(values.shape[0])
-
-
-def _slice(values: Any, start: int, stop: int) -> Any:
-    return values[start:stop]
-
-
 def _take(values: Any, index: npt.NDArray[np.intp]) -> Any:
     return values.take(index) if isinstance(values, BinaryValues) else values[index]
 
@@ -108,7 +100,7 @@ def _plain_entry_sizes(values: Any, settings: ChunkSettings) -> npt.NDArray[np.i
     if isinstance(values, BinaryValues):
         return values.lengths + 4
     width = _FIXED_WIDTH.get(settings.physical_type, settings.type_length or 1)
-    return np.full(_count(values), width, dtype=np.int64)
+    return np.full(count_values(values), width, dtype=np.int64)
 
 
 class _PageSplitter:
@@ -331,7 +323,7 @@ def encode_chunk(
     name = ".".join(settings.path_in_schema)
     if column.encoding is not None:
         check_encoding(column.encoding, ptype, name)
-    num_values = _count(values)
+    num_values = count_values(values)
     prefix = None
     if def_levels is not None:
         prefix = np.zeros(num_rows + 1, dtype=np.int64)
@@ -357,15 +349,15 @@ def encode_chunk(
         num_entries = int(
             np.searchsorted(np.cumsum(entry_sizes), settings.dictionary_page_size_limit, "right")
         )
-        num_entries = min(num_entries, _count(distinct))
+        num_entries = min(num_entries, count_values(distinct))
         cut_value = (
             num_values
-            if num_entries == _count(distinct)
+            if num_entries == count_values(distinct)
             else int(np.argmax(indices >= num_entries))
         )
         if num_entries > 0 and cut_value > 0:
             page = build_dictionary_page(
-                values=encode_plain(_slice(distinct, 0, num_entries), ptype),
+                values=encode_plain(distinct[:num_entries], ptype),
                 num_values=num_entries,
                 codec=column.compression,
                 compression_level=column.compression_level,
@@ -395,7 +387,7 @@ def encode_chunk(
         ranges = splitter.split(row_start, row_stop, sizes) if row_stop > row_start else [(0, 0)]
         for r0, r1 in ranges:
             v0, v1 = splitter.value_of_row(r0), splitter.value_of_row(r1)
-            page_values = _slice(values, v0, v1)
+            page_values = values[v0:v1]
             if encoding is None:
                 value_bytes = encode_dictionary_indices(indices[v0:v1], num_entries)
                 page_encoding = Encoding.RLE_DICTIONARY

@@ -36,7 +36,7 @@ from workers.encoding.delta_length_byte_array import (
 )
 from workers.encoding.plain import decode_plain, encode_plain
 from workers.encoding.rle_hybrid import decode_boolean_rle, encode_boolean_rle
-from workers.values import BinaryValues
+from workers.values import count_values
 
 __all__ = ["VALUE_ENCODINGS", "check_encoding", "decode_values", "encode_values"]
 
@@ -129,7 +129,7 @@ def decode_values(
         values, _ = decode_delta_byte_array(buf, num_values, ftl)
     else:
         values, _ = decode_byte_stream_split(buf, physical_type, num_values, type_length)
-    count = len(values) if isinstance(values, BinaryValues) else int(values.shape[0])
+    count = count_values(values)
     if count != num_values:
         raise FormatError(f"Page holds {count} values where its header promises {num_values}.")
     return values

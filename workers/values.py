@@ -22,7 +22,7 @@ from typing import TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["BinaryValues", "ColumnValues"]
+__all__ = ["BinaryValues", "ColumnValues", "count_values"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,3 +88,8 @@ class BinaryValues:
 
 
 ColumnValues: TypeAlias = "np.ndarray | BinaryValues"
+
+
+def count_values(values: np.ndarray | BinaryValues) -> int:
+    """How many values ``values`` holds, whatever its physical form."""
+    return len(values) if isinstance(values, BinaryValues) else int(values.shape[0])
