@@ -145,6 +145,10 @@ async def _gather_in_order(
     return [result for result in results if result is not None]
 
 
+def _run_jobs(jobs: list[EncodeChunkJob]) -> list[EncodedChunk]:
+    return [run_job(job) for job in jobs]
+
+
 class InlineExecutor:
     """Runs each job in a worker thread of this process (tests, tiny batches)."""
 
@@ -153,8 +157,9 @@ class InlineExecutor:
         return await anyio.to_thread.run_sync(run_job, job)
 
     async def run_all(self, jobs: Sequence[EncodeChunkJob]) -> list[EncodedChunk]:
-        """Returns: the results of ``jobs`` in job order (run one after the other)."""
-        return [await self.run(job) for job in jobs]
+        """Returns: the results of ``jobs`` in job order (run one after the other, in one
+        thread hop: a hop costs ~0.1 ms, as much as encoding a small chunk)."""
+        return await anyio.to_thread.run_sync(_run_jobs, list(jobs))
 
     async def aclose(self) -> None:
         """Nothing to release."""
