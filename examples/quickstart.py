@@ -33,7 +33,7 @@ def _read_three_ways(snapshot: TableSnapshot, scratch: Path) -> tuple[int, int, 
     prefixes = []
     for name, size in snapshot.files:
         with open(snapshot.path / name / "data.parquet", "rb") as f:
-            prefix = scratch / f"{name}.parquet"
+            prefix = scratch / f"{name.replace('/', '_')}.parquet"
             prefix.write_bytes(f.read(size))  # exactly the committed bytes
             prefixes.append(prefix)
     theirs = sum(pq.read_table(p, page_checksum_verification=True).num_rows for p in prefixes)
@@ -99,13 +99,12 @@ async def main(args: argparse.Namespace) -> None:
         f"concurrent reads of committed snapshots: {len(reads)}, every one equal in "
         f"streamwrite, pyarrow (page CRCs checked) and DuckDB"
     )
-    for part in sorted(p for p in path.iterdir() if p.is_dir()):
-        size = (part / "data.parquet").stat().st_size
-        print(f"  {part / 'data.parquet'}: {size:,} bytes (+ {part / '_pm'})")
+    segments = sorted(path.glob("*/seg-*"))
+    for segment in segments:
+        size = (segment / "data.parquet").stat().st_size
+        print(f"  {segment / 'data.parquet'}: {size:,} bytes (+ {segment / '_pm'})")
     print(f"read it:    streamwrite.read_table({str(path)!r}) -> {final.num_rows:,} rows")
-    print(
-        f"inspect it: .venv/bin/streamwrite inspect {next(p for p in path.iterdir() if p.is_dir())}"
-    )
+    print(f"inspect it: .venv/bin/streamwrite inspect {segments[0]}")
 
 
 if __name__ == "__main__":

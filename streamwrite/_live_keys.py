@@ -33,7 +33,7 @@ from streamwrite.layout.appender import ColumnMetaOf
 from streamwrite.layout.recovery import FooterVersion
 from workers.cipher import Algorithm
 
-__all__ = ["LiveKeys"]
+__all__ = ["LiveKeys", "decryption_for"]
 
 
 class _NoKms:
@@ -46,7 +46,7 @@ class _NoKms:
         raise EncryptionError("A resumed live file unwraps no keys through this KMS.")
 
 
-def _decryption_for(encryption: FileEncryption) -> DecryptionConfig:
+def decryption_for(encryption: FileEncryption) -> DecryptionConfig:
     """A DecryptionConfig that unwraps the key metadata ``encryption``'s key source writes."""
     keys = encryption.keys
     if isinstance(keys, ExplicitKeys):
@@ -95,7 +95,7 @@ class LiveKeys:
             return None
         if decryption is None:
             assert encryption is not None
-            decryption = _decryption_for(encryption)
+            decryption = decryption_for(encryption)
         return cls(decryption, encryption)
 
     def _decryptor(self, crypto: t.FileCryptoMetaData) -> FileDecryptor:

@@ -12,27 +12,29 @@
 Data path: ``append`` routes rows to partitions (:mod:`streamwrite.layout.partitioning`),
 buffers them, and cuts a row group whenever a partition holds ``row_group_size`` rows; each
 row group is encoded at once by the executor (a process pool or the inline executor), so
-encoding overlaps with the commits that follow. A commit (policy ``commit_rows``,
-``commit_bytes``, ``commit_interval`` seconds, ``flush()``, or an append with a batch id)
-encodes the partial row groups, commits every touched partition's live file, then publishes a
-new ``_txn`` atomically: that is the table's commit point. Inside ``async with`` commits run in
-a background task (the next batches encode while the previous commit writes and fsyncs) and
-``commit_interval`` is honoured by a timer; without it, commits run inside the calls that
-trigger them.
+encoding overlaps with the commits that follow. A row group goes to its partition's newest
+segment (a live file); the first row group past ``segment_row_groups`` starts a new segment
+(``layout/txn.py`` shows the directory layout), which bounds footer size and dead bytes. A
+commit (policy ``commit_rows``, ``commit_bytes``, ``commit_interval`` seconds, ``flush()``, or
+an append with a batch id) encodes the partial row groups, commits every touched segment, then
+publishes a new ``_txn`` atomically: that is the table's commit point. Inside ``async with``
+commits run in a background task (the next batches encode while the previous commit writes
+and fsyncs), ``commit_interval`` is honoured by a timer, and the compactor runs every
+``compaction_interval`` seconds (:mod:`streamwrite.compaction`); without it, commits run
+inside the calls that trigger them.
 
-Failure rules: if any partition commit or the ``_txn`` publish fails, the table is poisoned
-(every later call raises); reopening rolls partitions that are ahead of ``_txn`` back to it,
-so a batch is either in the table once or not at all.
+Failure rules: if any segment commit or the ``_txn`` publish fails, the table is poisoned
+(every later call raises); reopening rolls segments that are ahead of ``_txn`` back to it and
+deletes segments it never published, so a batch is either in the table once or not at all.
+One process writes a table at a time (``flock`` on ``_lock``).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,13 +42,36 @@ import anyio
 import pyarrow as pa
 from anyio.abc import TaskGroup
 
-from streamwrite._io import fsync_directory
+from streamwrite._live_keys import decryption_for
 from streamwrite._pool import Executor, InlineExecutor
-from streamwrite.decryption import DecryptionConfig
+from streamwrite._table_open import TableLock, recover_segments, segment_numbers, sweep_retired
+from streamwrite._table_state import (
+    PartitionBuffer,
+    PinRegistry,
+    TableCommit,
+    TableMetrics,
+    TableSettings,
+    TableSnapshot,
+    Unit,
+    by_segment,
+    read_snapshot,
+    snapshot_of,
+    write_txn,
+)
+from streamwrite.compaction import (
+    CompactionPolicy,
+    CompactionResult,
+    PartitionStatus,
+    SegmentInfo,
+    StepHook,
+    compact_partition,
+    plan_partition,
+    segment_info,
+)
 from streamwrite.encryption import FileEncryption
-from streamwrite.errors import ConfigError, CorruptFileError, StreamwriteIOError
+from streamwrite.errors import ConfigError, StreamwriteIOError
 from streamwrite.layout.partitioning import check_timestamp_field, split_by_partition
-from streamwrite.layout.txn import TXN_FILE, TxnRecord, decode_txn, encode_txn
+from streamwrite.layout.txn import TXN_FILE, Segment, TxnRecord, decode_txn, segment_name
 from streamwrite.live import EncodedRowGroup, LiveFile
 from streamwrite.options import make_write_options
 from streamwrite.schema import arrow_to_parquet, decode_arrow_schema, encode_arrow_schema
@@ -54,109 +79,11 @@ from streamwrite.writer import as_table, row_group_jobs
 
 __all__ = ["Table", "TableCommit", "TableMetrics", "TableSnapshot", "open_table", "read_snapshot"]
 
+MAX_SEGMENT_ROW_GROUPS = 32767
+"""Row group ordinals are i16 in encryption AADs (DESIGN section 3)."""
+
 KV_TXN = "streamwrite.txn"
 """Footer key/value of a partition commit: the table version and batch id it belongs to."""
-
-
-@dataclass(frozen=True, slots=True)
-class TableCommit:
-    """A table commit: ``version`` of ``_txn`` after it; ``skipped`` for a replayed batch id."""
-
-    version: int
-    num_rows: int
-    partitions: dict[str, int]
-    skipped: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class TableSnapshot:
-    """A pinned table version: each partition's live file at its committed size."""
-
-    path: Path
-    version: int
-    files: tuple[tuple[str, int], ...]
-    """``(partition name, committed data.parquet size)``, in partition order."""
-
-    def read(
-        self, columns: list[str] | None = None, *, decryption: DecryptionConfig | None = None
-    ) -> pa.Table:
-        """Returns: the rows of this version, partitions in order (``decryption`` holds the
-        keys of an encrypted table)."""
-        from streamwrite.reader import read_table
-
-        tables = [
-            read_table(self.path / name, snapshot=size, columns=columns, decryption=decryption)
-            for name, size in self.files
-        ]
-        if not tables:
-            schema = decode_arrow_schema(decode_txn((self.path / TXN_FILE).read_bytes()).schema)
-            return (
-                schema if columns is None else pa.schema([schema.field(c) for c in columns])
-            ).empty_table()
-        return pa.concat_tables(tables)
-
-
-def read_snapshot(path: Path) -> TableSnapshot:
-    """The newest committed snapshot of the table at ``path`` (from its ``_txn``)."""
-    record = decode_txn((path / TXN_FILE).read_bytes())
-    files = tuple(sorted((name, size) for name, size in record.partitions.items()))
-    return TableSnapshot(path, record.version, files)
-
-
-@dataclass
-class TableMetrics:
-    """Counters of one open table (read them any time)."""
-
-    rows_appended: int = 0
-    bytes_appended: int = 0
-    rows_committed: int = 0
-    commits: int = 0
-    batches_skipped: int = 0
-    last_commit_seconds: float = 0.0
-    commit_seconds: list[float] = field(default_factory=list)
-    queue_depth: int = 0
-    """Commits handed to the background committer and not finished yet."""
-    rows_buffered: int = 0
-
-
-@dataclass
-class _Partition:
-    pending: list[pa.Table] = field(default_factory=list)
-    pending_rows: int = 0
-    pending_bytes: int = 0
-    encoded: list[EncodedRowGroup] = field(default_factory=list)
-
-
-@dataclass
-class _Unit:
-    """One table commit's worth of encoded row groups, per partition (empty: a barrier)."""
-
-    parts: dict[str, list[EncodedRowGroup]]
-    num_rows: int
-    app_id: str | None
-    batch_id: int | None
-    done: anyio.Event = field(default_factory=anyio.Event)
-    result: TableCommit | None = None
-    error: BaseException | None = None
-
-    @property
-    def is_barrier(self) -> bool:
-        """Nothing to commit: it only marks a place in the committer's queue."""
-        return not self.parts and not self.num_rows
-
-
-def _write_txn(path: Path, record: TxnRecord) -> None:
-    """Publish ``record`` atomically: temporary file, fsync, rename, directory fsync."""
-    temporary = path / f".{TXN_FILE}.{record.version}.tmp"
-    try:
-        with open(temporary, "wb") as f:
-            f.write(encode_txn(record))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temporary, path / TXN_FILE)
-        fsync_directory(path)
-    except OSError as exc:
-        raise StreamwriteIOError(f"Publishing {str(path / TXN_FILE)!r} failed: {exc}.") from exc
 
 
 class Table:
@@ -167,71 +94,94 @@ class Table:
         path: Path,
         record: TxnRecord,
         schema: pa.Schema,
-        files: dict[str, LiveFile],
+        active: dict[str, LiveFile],
         executor: Executor,
         owns_executor: bool,
-        policy: tuple[int | None, int | None, float | None],
+        settings: TableSettings,
         write_options: dict[str, Any],
-        row_group_bytes: int | None = None,
-        encryption: FileEncryption | None = None,
+        encryption: FileEncryption | None,
+        lock: TableLock,
     ) -> None:
         self.path = path
-        self._encryption = encryption
-        self._next_ordinal: dict[str, int] = (
-            {}
-            if encryption is None
-            else {name: live.last_commit.num_row_groups for name, live in files.items()}
-        )
-        """Encrypted tables: the row group ordinal of each partition's next encoded row group."""
         self.schema = schema
+        self.settings = settings
+        self.encryption = encryption
         self._record = record
-        self._files = files
-        self._executor = executor
+        self._active = active
+        """Each partition's newest segment, open for appending."""
+        self._assigned = {name: live.last_commit.num_row_groups for name, live in active.items()}
+        """Row groups of each newest segment, committed or encoded for it: the next one's
+        ordinal (encrypted tables) and when to start a new segment."""
+        self._sealed: set[LiveFile] = set()
+        """Segments replaced as newest, closed once the commits encoded for them are done."""
+        self._next_segment = segment_numbers(path, record)
+        self._lock_file = lock
+        self.executor = executor
         self._owns_executor = owns_executor
-        self._commit_rows, self._commit_bytes, self._commit_interval = policy
-        self._row_group_bytes = row_group_bytes
-        self._write_options = write_options
-        self._options = make_write_options(schema.names, **write_options)
-        self._parquet_schema = arrow_to_parquet(schema)
-        self._buffers: dict[str, _Partition] = {}
+        self._write_kwargs = write_options
+        self.options = make_write_options(schema.names, **write_options)
+        self.parquet_schema = arrow_to_parquet(schema)
+        self._buffers: dict[str, PartitionBuffer] = {}
         self._buffered_rows = 0
         self._buffered_bytes = 0
         self._last_commit = time.monotonic()
+        self._last_rows: dict[str, float] = {}
+        """When rows last came for each partition (monotonic): compaction waits for idle."""
+        self._segment_infos: dict[tuple[str, str, int], SegmentInfo] = {}
+        self._compaction_lock = anyio.Lock()
+        self.last_compaction_error: Exception | None = None
+        """The last error of the background compactor (it keeps running)."""
         self._lock = anyio.Lock()  # buffers and the order of commit units
-        self._commit_lock = anyio.Lock()  # one commit at a time
+        self._commit_lock = anyio.Lock()  # one commit (or compaction swap) at a time
         self._poisoned: BaseException | None = None
         self._closed = False
         self._task_group: TaskGroup | None = None
         self._send: Any = None
+        self.pins = PinRegistry()
         self.metrics = TableMetrics()
 
     # -- buffering --------------------------------------------------------------------------
 
-    async def _encode(self, name: str, table: pa.Table) -> EncodedRowGroup:
-        """Encode one row group of partition ``name`` (encrypted with the partition's own
-        keys and ``aad_file_unique`` and its true ordinal, for an encrypted table)."""
-        if self._encryption is None:
-            jobs = row_group_jobs(table, self._parquet_schema, self._options)
-        else:
-            live = await self._partition(name)
-            jobs = row_group_jobs(
-                table,
-                self._parquet_schema,
-                self._options,
-                live.encryptor,
-                self._next_ordinal[name],
-            )
-        return (await self._executor.run_all(jobs), table.num_rows)
+    async def _segment_for_next_row_group(self, name: str) -> LiveFile:
+        """The segment partition ``name``'s next row group goes to: its newest, or a new one
+        when there is none or it is full (the full one is sealed)."""
+        live = self._active.get(name)
+        if live is not None and self._assigned[name] < self.settings.segment_row_groups:
+            return live
+        created = await self.new_segment(name)
+        if live is not None:
+            self._sealed.add(live)
+        self._active[name] = created
+        self._assigned[name] = 0
+        self.metrics.segments_created += 1
+        return created
 
-    def _row_group_rows(self, buffer: _Partition) -> int:
+    async def _encode(self, name: str, table: pa.Table) -> tuple[LiveFile, EncodedRowGroup]:
+        """Encode one row group of partition ``name`` for the segment it goes to (encrypted
+        with that segment's own keys and ``aad_file_unique`` and its true ordinal, for an
+        encrypted table)."""
+        live = await self._segment_for_next_row_group(name)
+        jobs = row_group_jobs(
+            table,
+            self.parquet_schema,
+            self.options,
+            live.encryptor,
+            self._assigned[name] if self.encryption is not None else 0,
+        )
+        encoded = (await self.executor.run_all(jobs), table.num_rows)
+        self._assigned[name] += 1
+        return live, encoded
+
+    def _row_group_rows(self, buffer: PartitionBuffer) -> int:
         """Rows of the next row group: ``row_group_size``, fewer when ``row_group_bytes`` says."""
-        size = self._options.row_group_size
-        if self._row_group_bytes is not None and buffer.pending_bytes >= self._row_group_bytes:
+        size = self.options.row_group_size
+        limit = self.settings.row_group_bytes
+        if limit is not None and buffer.pending_bytes >= limit:
             per_row = buffer.pending_bytes / max(1, buffer.pending_rows)
-            size = min(size, max(1, int(self._row_group_bytes / per_row)))
+            size = min(size, max(1, int(limit / per_row)))
         return size
 
-    async def _cut(self, name: str, buffer: _Partition, *, partial: bool) -> None:
+    async def _cut(self, name: str, buffer: PartitionBuffer, *, partial: bool) -> None:
         """Encode full row groups of a partition buffer (and the rest too, if ``partial``).
 
         The buffer changes only after a row group is encoded, so a cancelled encode loses
@@ -244,8 +194,6 @@ class Table:
             rows = pa.concat_tables(buffer.pending)
             piece, rest = rows.slice(0, size), rows.slice(size)
             encoded = await self._encode(name, piece)
-            if name in self._next_ordinal:
-                self._next_ordinal[name] += 1
             buffer.pending = [rest] if rest.num_rows else []
             buffer.pending_rows = rest.num_rows
             buffer.pending_bytes = rest.nbytes
@@ -261,14 +209,15 @@ class Table:
             ) from self._poisoned
 
     def _due(self) -> bool:
-        if self._commit_rows is not None and self._buffered_rows >= self._commit_rows:
+        settings = self.settings
+        if settings.commit_rows is not None and self._buffered_rows >= settings.commit_rows:
             return True
-        if self._commit_bytes is not None and self._buffered_bytes >= self._commit_bytes:
+        if settings.commit_bytes is not None and self._buffered_bytes >= settings.commit_bytes:
             return True
         return (
-            self._commit_interval is not None
+            settings.commit_interval is not None
             and self._buffered_rows > 0
-            and time.monotonic() - self._last_commit >= self._commit_interval
+            and time.monotonic() - self._last_commit >= settings.commit_interval
         )
 
     async def append(
@@ -314,7 +263,8 @@ class Table:
             for name, rows in split_by_partition(
                 table, self._record.timestamp, self._record.partition_by
             ):
-                buffer = self._buffers.setdefault(name, _Partition())
+                buffer = self._buffers.setdefault(name, PartitionBuffer())
+                self._last_rows[name] = time.monotonic()
                 buffer.pending.append(rows)
                 buffer.pending_rows += rows.num_rows
                 buffer.pending_bytes += rows.nbytes
@@ -330,12 +280,12 @@ class Table:
             # Handed over under the lock, so units commit in the order they were taken.
             return await self._submit(unit, wait=app_id is not None)
 
-    async def _take_unit(self, app_id: str | None, batch_id: int | None) -> _Unit:
+    async def _take_unit(self, app_id: str | None, batch_id: int | None) -> Unit:
         """Encode what is buffered and take it out of the buffers (lock held)."""
         for name, buffer in self._buffers.items():
             await self._cut(name, buffer, partial=True)
         parts = {name: b.encoded for name, b in self._buffers.items() if b.encoded}
-        unit = _Unit(parts, self._buffered_rows, app_id, batch_id)
+        unit = Unit(parts, self._buffered_rows, app_id, batch_id)
         self._buffers = {}
         self._buffered_rows = self._buffered_bytes = 0
         self.metrics.rows_buffered = 0
@@ -353,25 +303,14 @@ class Table:
             if self._buffered_rows:
                 unit = await self._take_unit(None, None)
             else:  # nothing buffered: a barrier behind the commits already handed over
-                unit = _Unit({}, 0, None, None)
+                unit = Unit({}, 0, None, None)
             result = await self._submit(unit, wait=True)
         self._check()
         return result
 
     # -- committing -------------------------------------------------------------------------
 
-    async def _partition(self, name: str) -> LiveFile:
-        live = self._files.get(name)
-        if live is None:
-            live = await LiveFile.open(
-                self.path / name, self.schema, encryption=self._encryption, **self._write_options
-            )
-            self._files[name] = live
-            if self._encryption is not None:
-                self._next_ordinal[name] = live.last_commit.num_row_groups
-        return live
-
-    async def _commit(self, unit: _Unit) -> TableCommit:
+    async def _commit(self, unit: Unit) -> TableCommit:
         async with self._commit_lock:
             self._check()
             started = time.perf_counter()
@@ -382,18 +321,21 @@ class Table:
                     "batch_id": unit.batch_id,
                 }
             )
-            sizes: dict[str, int] = {}
+            written: dict[str, list[Segment]] = {}
             try:
                 for name in sorted(unit.parts):
-                    live = await self._partition(name)
-                    commit = await live.commit_encoded(unit.parts[name], ((KV_TXN, marker),))
-                    sizes[name] = commit.parquet_size
-                record = self._record.next(sizes, unit.app_id, unit.batch_id)
-                await anyio.to_thread.run_sync(_write_txn, self.path, record)
+                    for live, row_groups in by_segment(unit.parts[name]):
+                        commit = await live.commit_encoded(row_groups, ((KV_TXN, marker),))
+                        written.setdefault(name, []).append(
+                            Segment(live.path.name, commit.parquet_size)
+                        )
+                record = self._record.next(written, unit.app_id, unit.batch_id)
+                await anyio.to_thread.run_sync(write_txn, self.path, record)
             except BaseException as exc:
                 self._poisoned = exc
                 raise
             self._record = record
+            await self._close_sealed(unit)
             seconds = time.perf_counter() - started
             self.metrics.commits += 1
             self.metrics.rows_committed += unit.num_rows
@@ -401,7 +343,16 @@ class Table:
             self.metrics.commit_seconds.append(seconds)
             return TableCommit(record.version, unit.num_rows, dict(record.partitions))
 
-    async def _submit(self, unit: _Unit, *, wait: bool) -> TableCommit | None:
+    async def _close_sealed(self, unit: Unit) -> None:
+        """Close sealed segments this unit wrote to: units commit in encode order, so no
+        later unit has row groups for them."""
+        for parts in unit.parts.values():
+            for live, _ in parts:
+                if live in self._sealed:
+                    self._sealed.discard(live)
+                    await live.close()
+
+    async def _submit(self, unit: Unit, *, wait: bool) -> TableCommit | None:
         """Commit ``unit`` now (no background committer) or hand it over, in order.
 
         With ``wait``, returns once it is committed (None for a barrier) or raises its error.
@@ -430,20 +381,188 @@ class Table:
                     unit.done.set()
 
     async def _timer(self) -> None:
-        assert self._commit_interval is not None
+        assert self.settings.commit_interval is not None
         while True:
-            await anyio.sleep(self._commit_interval / 4)
+            await anyio.sleep(self.settings.commit_interval / 4)
             if self._poisoned is None and self._due():
                 async with self._lock:
                     if self._buffered_rows:
                         await self._submit(await self._take_unit(None, None), wait=False)
 
+    # -- segments and compaction (the steps are in streamwrite.compaction) -----------------
+
+    async def new_segment(self, partition: str) -> LiveFile:
+        """A new segment of ``partition`` (the next number), unpublished until a ``_txn``
+        lists it."""
+        number = self._next_segment.get(partition, 0)
+        self._next_segment[partition] = number + 1
+        return await LiveFile.open(
+            self.path / partition / segment_name(number),
+            self.schema,
+            encryption=self.encryption,
+            **self._write_kwargs,
+        )
+
+    async def _publish(self, record: TxnRecord) -> None:
+        """Publish ``record`` (commit lock held); a failure poisons the table."""
+        try:
+            await anyio.to_thread.run_sync(write_txn, self.path, record)
+        except BaseException as exc:
+            self._poisoned = exc
+            raise
+        self._record = record
+
+    async def swap_segments(
+        self, partition: str, replaced: tuple[str, ...], merged: Segment
+    ) -> None:
+        """List ``merged`` in place of the ``replaced`` segments and retire them (the
+        compaction commit point), then delete what the grace period allows."""
+        async with self._commit_lock:
+            self._check()
+            await self._publish(self._record.compacted(partition, replaced, merged, time.time()))
+            self.metrics.compactions += 1
+        await self.sweep_retired()
+
+    async def sweep_retired(self) -> list[str]:
+        """Delete retired segments past the grace period that no snapshot of this process
+        pins, then publish a ``_txn`` without them.
+
+        Returns:
+            The ``partition/segment`` paths deleted.
+        """
+        async with self._commit_lock:
+            self._check()
+            if not self._record.retired:
+                return []
+            deleted = await anyio.to_thread.run_sync(
+                sweep_retired,
+                self.path,
+                self._record,
+                self.settings.compaction.grace_seconds,
+                self.pins.is_pinned,
+            )
+            if deleted:
+                await self._publish(self._record.without_retired(deleted))
+                self.metrics.segments_deleted += len(deleted)
+            return deleted
+
+    async def _eligible(self, partition: str, idle_seconds: float | None, seal: bool) -> int:
+        """How many leading segments of ``partition`` compaction may take: the sealed ones,
+        and the newest when the partition is idle (``idle_seconds``; None: now) with every
+        row group it was given committed. With ``seal``, that newest one is sealed: the
+        partition's next row group starts a new segment."""
+        async with self._lock:
+            segments = self._record.partitions.get(partition, ())
+            live = self._active.get(partition)
+            if live is None or not segments or live.path.name != segments[-1].name:
+                return len(segments)
+            buffer = self._buffers.get(partition)
+            settled = self._assigned[partition] == live.last_commit.num_row_groups and not (
+                buffer is not None and (buffer.pending_rows or buffer.encoded)
+            )
+            quiet = time.monotonic() - self._last_rows.get(partition, -math.inf)
+            if not settled or (idle_seconds is not None and quiet < idle_seconds):
+                return len(segments) - 1
+            if seal:
+                del self._active[partition]
+                await live.close()
+            return len(segments)
+
+    async def _status(
+        self, partition: str, policy: CompactionPolicy, *, explicit: bool, seal: bool
+    ) -> PartitionStatus:
+        eligible = await self._eligible(partition, None if explicit else policy.idle_seconds, seal)
+        decryption = None if self.encryption is None else decryption_for(self.encryption)
+        infos = []
+        for segment in self._record.partitions[partition]:
+            key = (partition, segment.name, segment.size)
+            if key not in self._segment_infos:
+                self._segment_infos[key] = await anyio.to_thread.run_sync(
+                    segment_info, self.path / partition / segment.name, segment.size, decryption
+                )
+            infos.append(self._segment_infos[key])
+        target = policy.target_row_group_rows or self.options.row_group_size
+        return plan_partition(partition, tuple(infos), eligible, target, policy, force=explicit)
+
+    async def compaction_status(
+        self, policy: CompactionPolicy | None = None
+    ) -> list[PartitionStatus]:
+        """The background compactor's decision for each partition, with its reasons (the
+        table's policy, or ``policy``)."""
+        self._check()
+        policy = policy or self.settings.compaction
+        return [
+            await self._status(name, policy, explicit=False, seal=False)
+            for name in sorted(self._record.partitions)
+        ]
+
+    async def compact(
+        self,
+        partition: str | None = None,
+        *,
+        policy: CompactionPolicy | None = None,
+        hook: StepHook | None = None,
+    ) -> list[CompactionResult]:
+        """Compact every partition (or ``partition``) that merging improves, now: idle or
+        not, each partition's newest segment is taken once all its row groups are
+        committed (the partition's next rows start a new segment).
+
+        Returns:
+            What was compacted.
+
+        Raises:
+            ConfigError: an unknown partition.
+            StreamwriteIOError: the ``_txn`` publish failed (the table is poisoned).
+        """
+        return await self._compact(partition, policy or self.settings.compaction, True, hook)
+
+    async def _compact(
+        self,
+        partition: str | None,
+        policy: CompactionPolicy,
+        explicit: bool,
+        hook: StepHook | None = None,
+    ) -> list[CompactionResult]:
+        self._check()
+        if partition is not None and partition not in self._record.partitions:
+            raise ConfigError(f"The table {str(self.path)!r} has no partition {partition!r}.")
+        results = []
+        async with self._compaction_lock:
+            for name in [partition] if partition else sorted(self._record.partitions):
+                status = await self._status(name, policy, explicit=explicit, seal=True)
+                if status.compact:
+                    results.append(await compact_partition(self, status, policy, hook))
+        return results
+
+    async def _compactor(self) -> None:
+        """Background compaction every ``compaction_interval`` seconds; errors are kept in
+        :attr:`last_compaction_error` and the next round tries again."""
+        interval = self.settings.compaction_interval
+        assert interval is not None
+        while True:
+            await anyio.sleep(interval)
+            if self._poisoned is not None or self._closed:
+                return
+            try:
+                await self._compact(None, self.settings.compaction, False)
+            except Exception as exc:
+                self.last_compaction_error = exc
+                self.metrics.compaction_errors += 1
+
     # -- reading and lifecycle --------------------------------------------------------------
 
     def snapshot(self) -> TableSnapshot:
-        """Pin the newest committed version (readable while appends go on)."""
-        files = tuple(sorted(self._record.partitions.items()))
-        return TableSnapshot(self.path, self._record.version, files)
+        """Pin the newest committed version (readable while appends and compaction go on).
+
+        Release it (``with table.snapshot() as snap:`` or ``snap.release()``) when done:
+        until then compaction keeps every segment it reads.
+        """
+        return snapshot_of(self.path, self._record, self.pins)
+
+    @property
+    def timestamp(self) -> str | None:
+        """The designated timestamp column."""
+        return self._record.timestamp
 
     @property
     def version(self) -> int:
@@ -453,11 +572,13 @@ class Table:
     async def __aenter__(self) -> Table:
         self._task_group = anyio.create_task_group()
         await self._task_group.__aenter__()
-        send, receive = anyio.create_memory_object_stream[_Unit](1)
+        send, receive = anyio.create_memory_object_stream[Unit](1)
         self._send = send
         self._task_group.start_soon(self._committer, receive)
-        if self._commit_interval is not None:
+        if self.settings.commit_interval is not None:
             self._task_group.start_soon(self._timer)
+        if self.settings.compaction_interval is not None:
+            self._task_group.start_soon(self._compactor)
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -481,48 +602,13 @@ class Table:
             if self._send is not None:
                 await self._send.aclose()
                 self._send = None
-            for live in self._files.values():
-                await live.close()
-            if self._owns_executor:
-                await self._executor.aclose()
-
-
-async def _recover_partitions(
-    path: Path,
-    record: TxnRecord,
-    schema: pa.Schema,
-    write_options: dict[str, Any],
-    encryption: FileEncryption | None,
-) -> dict[str, LiveFile]:
-    """Open every partition; roll back those ahead of ``_txn`` (their table commit never came).
-
-    A partition whose creation never reached its first commit point is created again (with the
-    table's schema), then treated like any partition the ``_txn`` does not name.
-    """
-    files: dict[str, LiveFile] = {}
-    try:
-        for child in sorted(
-            p for p in path.iterdir() if p.is_dir() and (p / "data.parquet").exists()
-        ):
-            live = await LiveFile.open(child, schema, encryption=encryption, **write_options)
-            files[child.name] = live
-            committed = record.partitions.get(child.name)
-            current = live.last_commit.parquet_size
-            if committed is None:
-                committed = live.snapshots()[0].parquet_size  # the empty creation commit
-            if current > committed:
-                await live.rollback(committed)
-            elif current < committed:
-                raise CorruptFileError(
-                    f"Partition {child.name!r} has {current} committed bytes, the table's _txn "
-                    f"records {committed}.",
-                    current,
-                )
-    except BaseException:
-        for live in files.values():
-            await live.close()
-        raise
-    return files
+            try:
+                for live in (*self._sealed, *self._active.values()):
+                    await live.close()
+                if self._owns_executor:
+                    await self.executor.aclose()
+            finally:
+                self._lock_file.release()
 
 
 async def open_table(
@@ -536,6 +622,9 @@ async def open_table(
     commit_bytes: int | None = None,
     commit_interval: float | None = None,
     row_group_bytes: int | None = None,
+    segment_row_groups: int = 128,
+    compaction: CompactionPolicy | None = None,
+    compaction_interval: float | None = 60.0,
     encryption: FileEncryption | None = None,
     **write_options: Any,
 ) -> Table:
@@ -552,6 +641,13 @@ async def open_table(
             buffered, or this many seconds passed since the last commit.
         row_group_bytes: also cut a row group when a partition buffers this many (Arrow)
             bytes; ``row_group_size`` (rows, a write option) applies too.
+        segment_row_groups: row groups per segment: the next one starts a new segment
+            (1..32767). A footer lists every row group of its segment and is rewritten at
+            every commit, so this bounds commit cost and the dead bytes of old footers.
+        compaction: when and how partitions are compacted
+            (:class:`~streamwrite.compaction.CompactionPolicy`; its defaults otherwise).
+        compaction_interval: seconds between background compaction rounds inside
+            ``async with`` (None: only :meth:`Table.compact`).
         encryption: encrypts every partition (each its own live file with its own
             ``aad_file_unique``; data keys come from the key source, see
             :class:`~streamwrite.encryption.FileEncryption`). Reopening an encrypted table
@@ -563,8 +659,9 @@ async def open_table(
 
     Raises:
         ConfigError: bad options, no schema for a new table, a schema that does not match.
-        CorruptFileError: a partition is behind the table's ``_txn``.
+        CorruptFileError: a segment is behind the table's ``_txn``, or missing.
         EncryptionError: an encrypted partition reopened without ``encryption``.
+        StreamwriteIOError: another process (or open) writes the table.
     """
     directory = Path(path)
     for name, value in (
@@ -578,6 +675,61 @@ async def open_table(
         raise ConfigError(
             f"commit_interval must be a positive number of seconds, got {commit_interval!r}."
         )
+    if compaction_interval is not None and not (
+        compaction_interval > 0 and math.isfinite(compaction_interval)
+    ):
+        raise ConfigError(
+            f"compaction_interval must be a positive number of seconds, got "
+            f"{compaction_interval!r}."
+        )
+    if not 1 <= segment_row_groups <= MAX_SEGMENT_ROW_GROUPS:
+        raise ConfigError(
+            f"segment_row_groups must be 1..{MAX_SEGMENT_ROW_GROUPS}, got {segment_row_groups!r}."
+        )
+    settings = TableSettings(
+        commit_rows,
+        commit_bytes,
+        commit_interval,
+        row_group_bytes,
+        segment_row_groups,
+        compaction or CompactionPolicy(),
+        compaction_interval,
+    )
+    txn_path = directory / TXN_FILE
+    if schema is not None and not txn_path.exists():
+        check_timestamp_field(schema, timestamp, partition_by)
+        make_write_options(schema.names, **write_options)  # validate before creating anything
+        arrow_to_parquet(schema)
+    directory.mkdir(parents=True, exist_ok=True)
+    lock = TableLock(directory)
+    try:
+        return await _open_locked(
+            directory,
+            schema,
+            timestamp,
+            partition_by,
+            executor,
+            settings,
+            encryption,
+            lock,
+            write_options,
+        )
+    except BaseException:
+        lock.release()
+        raise
+
+
+async def _open_locked(
+    directory: Path,
+    schema: pa.Schema | None,
+    timestamp: str | None,
+    partition_by: str | None,
+    executor: Executor | None,
+    settings: TableSettings,
+    encryption: FileEncryption | None,
+    lock: TableLock,
+    write_options: dict[str, Any],
+) -> Table:
     txn_path = directory / TXN_FILE
     if txn_path.exists():
         record = decode_txn(await anyio.Path(txn_path).read_bytes())
@@ -590,29 +742,27 @@ async def open_table(
                 f"{record.timestamp!r}; it cannot change to {partition_by!r} on {timestamp!r}."
             )
         schema = stored
-        files = await _recover_partitions(directory, record, schema, write_options, encryption)
+        active = await recover_segments(directory, record, schema, write_options, encryption)
     else:
         if schema is None:
             raise ConfigError(f"A new table at {str(directory)!r} needs a schema.")
         check_timestamp_field(schema, timestamp, partition_by)
-        make_write_options(schema.names, **write_options)  # validate before creating anything
-        arrow_to_parquet(schema)
-        directory.mkdir(parents=True, exist_ok=True)
         record = TxnRecord(
             schema=encode_arrow_schema(schema), timestamp=timestamp, partition_by=partition_by
         )
-        await anyio.to_thread.run_sync(_write_txn, directory, record)
-        files = {}
-    owns = executor is None
-    return Table(
+        await anyio.to_thread.run_sync(write_txn, directory, record)
+        active = {}
+    table = Table(
         directory,
         record,
         schema,
-        files,
+        active,
         executor or InlineExecutor(),
-        owns,
-        (commit_rows, commit_bytes, commit_interval),
+        executor is None,
+        settings,
         write_options,
-        row_group_bytes,
         encryption,
+        lock,
     )
+    await table.sweep_retired()  # no snapshot of this process pins anything yet
+    return table

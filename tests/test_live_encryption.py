@@ -442,6 +442,7 @@ def test_encrypted_table_partitions(tmp_path: Path) -> None:
             partition_by="day",
             encryption=case.encryption(),
             row_group_size=150,
+            segment_row_groups=3,
         )
         async with table:
             await table.append(batches[0], app_id="job", batch_id=0)
@@ -449,7 +450,7 @@ def test_encrypted_table_partitions(tmp_path: Path) -> None:
         with pytest.raises(EncryptionError):
             await open_table(tmp_path / "t")
         async with await open_table(
-            tmp_path / "t", encryption=case.encryption(), row_group_size=150
+            tmp_path / "t", encryption=case.encryption(), row_group_size=150, segment_row_groups=3
         ) as table:
             await table.append(batches[2], app_id="job", batch_id=2)
 
@@ -459,9 +460,11 @@ def test_encrypted_table_partitions(tmp_path: Path) -> None:
     assert _sorted(got).equals(expected)
     partitions = sorted(p for p in (tmp_path / "t").iterdir() if p.is_dir())
     assert len(partitions) == 2
+    segments = sorted((tmp_path / "t").glob("*/seg-*"))
+    assert len(segments) > 4  # ~9 row groups of 150 rows per partition, 3 per segment
     uniques = set()
-    for partition in partitions:
-        versions = _versions(case, partition)
+    for segment in segments:
+        versions = _versions(case, segment)
         cryptos = {serialize(v.crypto) for v in versions if v.crypto is not None}
         assert len(cryptos) == 1
         rgs = versions[-1].metadata.row_groups or []
@@ -471,7 +474,7 @@ def test_encrypted_table_partitions(tmp_path: Path) -> None:
         algorithm = crypto.encryption_algorithm.AES_GCM_V1
         assert algorithm is not None
         uniques.add(algorithm.aad_file_unique)
-    assert len(uniques) == 2  # each partition is its own file with its own aad_file_unique
+    assert len(uniques) == len(segments)  # each segment is a file with its own aad_file_unique
 
 
 def test_supplied_aad_prefix_is_kept_and_never_stored(tmp_path: Path) -> None:

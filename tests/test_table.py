@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 
 import streamwrite
 from streamwrite.errors import ConfigError, SchemaError
-from streamwrite.layout.txn import TXN_FILE, TxnRecord, decode_txn, encode_txn
+from streamwrite.layout.txn import TXN_FILE, Retired, Segment, TxnRecord, decode_txn, encode_txn
 from streamwrite.table import open_table
 from streamwrite.testing import reference_table
 
@@ -46,8 +47,9 @@ def test_txn_record_round_trips_and_detects_damage() -> None:
         schema="x",
         timestamp="ts",
         partition_by="day",
-        partitions={"1970-01-01": 123},
+        partitions={"1970-01-01": (Segment("seg-000000", 123), Segment("seg-000002", 99))},
         applied={"job": 7},
+        retired=(Retired("1970-01-01/seg-000001", 1795000000.5),),
     )
     data = encode_txn(record)
     assert decode_txn(data) == record
@@ -57,6 +59,32 @@ def test_txn_record_round_trips_and_detects_damage() -> None:
         decode_txn(data.replace(b"123", b"124"))
     with pytest.raises(streamwrite.CorruptFileError):
         decode_txn(b"{not json")
+    for bad in (
+        replace(record, partitions={"../x": (Segment("seg-000000", 1),)}),
+        replace(record, partitions={"1970-01-01": (Segment("../../etc", 1),)}),
+        replace(record, partitions={"d": (Segment("seg-000000", 1), Segment("seg-000000", 2))}),
+        replace(record, retired=(Retired("1970-01-01/../../x", 0.0),)),
+    ):
+        with pytest.raises(streamwrite.CorruptFileError, match=r"not allowed|bad or repeated"):
+            decode_txn(encode_txn(bad))
+
+
+def test_txn_next_and_compacted_keep_segment_order() -> None:
+    record = TxnRecord(partitions={"d": (Segment("seg-000000", 10), Segment("seg-000001", 5))})
+    after = record.next({"d": [Segment("seg-000001", 8), Segment("seg-000002", 3)]}, "a", 1)
+    assert after.partitions["d"] == (
+        Segment("seg-000000", 10),
+        Segment("seg-000001", 8),
+        Segment("seg-000002", 3),
+    )
+    assert after.version == 1 and after.applied == {"a": 1}
+    merged = after.compacted("d", ["seg-000000", "seg-000001"], Segment("seg-000003", 15), 7.0)
+    assert merged.partitions["d"] == (Segment("seg-000003", 15), Segment("seg-000002", 3))
+    assert merged.retired == (Retired("d/seg-000000", 7.0), Retired("d/seg-000001", 7.0))
+    assert merged.files() == (("d/seg-000003", 15), ("d/seg-000002", 3))
+    with pytest.raises(ValueError, match="adjacent"):
+        after.compacted("d", ["seg-000000", "seg-000002"], Segment("seg-000003", 1), 7.0)
+    assert merged.without_retired(["d/seg-000000"]).retired == (Retired("d/seg-000001", 7.0),)
 
 
 def test_rows_route_to_partitions_and_read_back(tmp_path: Path) -> None:
@@ -82,7 +110,8 @@ def test_rows_route_to_partitions_and_read_back(tmp_path: Path) -> None:
     assert _sorted(streamwrite.read_table(tmp_path / "t")).equals(expected)
     for part in (tmp_path / "t").iterdir():
         if part.is_dir():
-            days = pc.unique(pc.floor_temporal(streamwrite.read_table(part)["ts"], unit="day"))
+            (segment,) = part.iterdir()  # 5 row groups or fewer: one segment
+            days = pc.unique(pc.floor_temporal(streamwrite.read_table(segment)["ts"], unit="day"))
             assert len(days) == 1 and str(days[0].value // DAY_NS) == str(
                 (np.datetime64(part.name) - np.datetime64("1970-01-01")).astype(int)
             )
@@ -121,17 +150,20 @@ def test_partition_commits_without_a_txn_commit_are_rolled_back(tmp_path: Path) 
         await table.close()
         # A crash after partition commits, before _txn: commit to partitions directly.
         partition = next(p for p in sorted((tmp_path / "t").iterdir()) if p.is_dir())
-        async with await streamwrite.LiveFile.open(partition) as live:
+        async with await streamwrite.LiveFile.open(partition / "seg-000000") as live:
             await live.append(_ticks(50, seed=9).slice(0, 50))
-        async with await streamwrite.LiveFile.open(tmp_path / "t" / "1999-01-01", SCHEMA) as live:
-            await live.append(_ticks(5, seed=8))
+        unpublished = [partition / "seg-000001", tmp_path / "t" / "1999-01-01" / "seg-000000"]
+        for directory in unpublished:
+            async with await streamwrite.LiveFile.open(directory, SCHEMA) as live:
+                await live.append(_ticks(5, seed=8))
         reopened = await open_table(tmp_path / "t")
         assert reopened.version == 1
         await reopened.close()
+        assert not any(d.exists() for d in unpublished)
+        assert not (tmp_path / "t" / "1999-01-01").exists()
 
     _run(go)
     assert _sorted(streamwrite.read_table(tmp_path / "t")).equals(_sorted(batch))
-    assert streamwrite.read_table(tmp_path / "t" / "1999-01-01").num_rows == 0
 
 
 def test_commit_policies_and_background_commits(tmp_path: Path) -> None:
@@ -234,24 +266,26 @@ def test_cancelled_appends_are_all_or_nothing_and_row_groups_cut_by_bytes(tmp_pa
     _run(go)
     result = streamwrite.read_table(tmp_path / "t")
     assert _sorted(result).equals(_sorted(pa.concat_tables(batches)))
-    md = streamwrite.ParquetFile(next(p for p in (tmp_path / "t").iterdir() if p.is_dir())).metadata
+    partition = next(p for p in (tmp_path / "t").iterdir() if p.is_dir())
+    md = streamwrite.ParquetFile(partition / "seg-000000").metadata
     assert max(rg.num_rows for rg in md.row_groups) < 400  # cut by bytes, not by the 1Mi rows
 
 
-def test_a_partition_whose_creation_never_committed_is_recreated(tmp_path: Path) -> None:
+def test_a_partition_whose_creation_never_committed_is_deleted(tmp_path: Path) -> None:
     batch = _ticks(100)
 
     async def go() -> None:
         table = await open_table(tmp_path / "t", SCHEMA, timestamp="ts", partition_by="day")
         await table.append(batch, app_id="a", batch_id=1)
         await table.close()
-        torn = tmp_path / "t" / "2000-01-01"  # a crash while creating a new partition
-        torn.mkdir()
+        torn = tmp_path / "t" / "2000-01-01" / "seg-000000"  # crashed creating a partition
+        torn.mkdir(parents=True)
         (torn / "data.parquet").write_bytes(b"PAR1\x15\x00")
         (torn / "_pm").write_bytes(b"")
         reopened = await open_table(tmp_path / "t")
         assert reopened.version == 1
         await reopened.close()
+        assert not torn.parent.exists()
 
     _run(go)
     assert _sorted(streamwrite.read_table(tmp_path / "t")).equals(_sorted(batch))

@@ -1,41 +1,100 @@
-"""The table transaction record ``_txn`` (DESIGN section 3, step 5), without I/O.
+"""The table transaction record ``_txn`` (DESIGN sections 3 and 4), without I/O.
 
-A table is a directory of partitions, each a live file (``data.parquet`` + ``_pm``) in a
-subdirectory, plus ``_txn``: the table's commit point. ``_txn`` is replaced atomically (written
-to a temporary name, fsynced, renamed over the old one, directory fsynced), so a reader sees
-one whole version or the next. Layout (UTF-8 JSON, keys sorted)::
+A table is a directory of partitions; a partition is a directory of **segments**, each a live
+file (``data.parquet`` + ``_pm``) in its own subdirectory; ``_txn`` is the table's commit
+point::
+
+    table/_txn
+    table/2026-11-22/seg-000000/{data.parquet,_pm}     sealed (full, or merged by compaction)
+    table/2026-11-22/seg-000003/{data.parquet,_pm}     the newest segment: appends go here
+
+Appends go to a partition's newest segment; once it holds ``segment_row_groups`` row groups
+the next row group starts a new segment, so footers (rewritten at every commit) and the dead
+bytes of old footers stay bounded, and sealed segments are never written again: compaction
+merges them into a new segment and swaps it in, in one ``_txn`` version. Segment numbers only
+grow; a published name is never reused. ``_txn`` is replaced atomically (written to a
+temporary name, fsynced, renamed over the old one, directory fsynced), so a reader sees one
+whole version or the next. Layout (UTF-8 JSON, keys sorted)::
 
     {
-      "format": "streamwrite.txn",        "format_version": 1,
+      "format": "streamwrite.txn",        "format_version": 2,
       "version": 12,                      every table commit adds one
       "schema": "<base64>",               the table's Arrow schema (as ARROW:schema)
       "timestamp": "ts" | null,           the designated timestamp column
       "partition_by": "day" | null,       hour | day | month | null (one partition "all")
-      "partitions": {"2026-11-22": 123456, ...},   committed data.parquet size per partition
+      "partitions": {"2026-11-22": [["seg-000000", 123456], ["seg-000003", 4096]], ...},
+                                          each partition's segments in row order, with the
+                                          committed data.parquet size of each
+      "retired": [["2026-11-22/seg-000001", 1795000000.5], ...],
+                                          segments replaced by compaction, and when (Unix
+                                          seconds): deleted once no reader can need them
       "applied": {"job-1": 17, ...},      highest batch id committed per app id
       "crc32": 3735928559                 CRC32 of the record serialized without this key
     }
 
-Rules: a partition's live file may be ahead of ``_txn`` (its commit happened, the table's did
-not): opening the table rolls it back to the recorded size. A partition behind ``_txn`` is
-damage. A batch ``(app_id, batch_id)`` with ``batch_id <= applied[app_id]`` is already
-committed and is skipped (the exactly-once pattern of Delta Lake's txnAppId/txnVersion).
+Rules: a segment's live file may be ahead of ``_txn`` (its commit happened, the table's did
+not): opening the table rolls it back to the recorded size. A segment behind ``_txn`` or
+missing is damage. A segment directory that ``_txn`` neither lists nor retires was never
+published (a crash while creating it or while compacting) and is deleted on open. A batch
+``(app_id, batch_id)`` with ``batch_id <= applied[app_id]`` is already committed and is
+skipped (the exactly-once pattern of Delta Lake's txnAppId/txnVersion).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import zlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from streamwrite.errors import CorruptFileError
 
-__all__ = ["TXN_FILE", "TxnRecord", "decode_txn", "encode_txn"]
+__all__ = [
+    "TXN_FILE",
+    "Retired",
+    "Segment",
+    "TxnRecord",
+    "decode_txn",
+    "encode_txn",
+    "segment_name",
+    "segment_number",
+]
 
 TXN_FILE = "_txn"
 FORMAT = "streamwrite.txn"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+_SEGMENT = re.compile(r"seg-(\d{6,})")
+_PARTITION = re.compile(r"[A-Za-z0-9+-][A-Za-z0-9_.=+-]*")
+
+
+def segment_name(number: int) -> str:
+    """The directory name of segment ``number`` (``seg-000042``)."""
+    return f"seg-{number:06d}"
+
+
+def segment_number(name: str) -> int | None:
+    """The number of a segment directory name, or None for any other name."""
+    match = _SEGMENT.fullmatch(name)
+    return None if match is None else int(match.group(1))
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One segment of a partition: its directory name and committed ``data.parquet`` size."""
+
+    name: str
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class Retired:
+    """A segment compaction replaced: ``path`` (``partition/segment``) and since when
+    (Unix seconds)."""
+
+    path: str
+    since: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,25 +105,81 @@ class TxnRecord:
     schema: str = ""
     timestamp: str | None = None
     partition_by: str | None = None
-    partitions: dict[str, int] = field(default_factory=dict)
+    partitions: dict[str, tuple[Segment, ...]] = field(default_factory=dict)
     applied: dict[str, int] = field(default_factory=dict)
+    retired: tuple[Retired, ...] = ()
 
     def is_applied(self, app_id: str, batch_id: int) -> bool:
         """True when ``(app_id, batch_id)`` was committed before (or an earlier batch id)."""
         return batch_id <= self.applied.get(app_id, -1)
 
+    def files(self) -> tuple[tuple[str, int], ...]:
+        """Every segment as ``(partition/segment, committed size)``, partitions in order."""
+        return tuple(
+            (f"{partition}/{segment.name}", segment.size)
+            for partition in sorted(self.partitions)
+            for segment in self.partitions[partition]
+        )
+
     def next(
-        self, partitions: dict[str, int], app_id: str | None = None, batch_id: int | None = None
+        self,
+        segments: Mapping[str, Iterable[Segment]],
+        app_id: str | None = None,
+        batch_id: int | None = None,
     ) -> TxnRecord:
-        """The following version, with updated partition sizes and, if given, the batch id."""
+        """The following version after a commit: ``segments`` are the committed sizes of the
+        segments it wrote, per partition (a segment not listed yet is appended after the
+        partition's others), and, if given, the batch id."""
         applied = dict(self.applied)
         if app_id is not None and batch_id is not None:
             applied[app_id] = batch_id
+        partitions = dict(self.partitions)
+        for partition, written in segments.items():
+            listed = list(partitions.get(partition, ()))
+            index = {segment.name: i for i, segment in enumerate(listed)}
+            for segment in written:
+                if segment.name in index:
+                    listed[index[segment.name]] = segment
+                else:
+                    index[segment.name] = len(listed)
+                    listed.append(segment)
+            partitions[partition] = tuple(listed)
+        return replace(self, version=self.version + 1, partitions=partitions, applied=applied)
+
+    def compacted(
+        self, partition: str, replaced: Iterable[str], merged: Segment, now: float
+    ) -> TxnRecord:
+        """The following version after compaction: the segments named ``replaced`` (adjacent
+        in the partition) become ``merged``, in their place, and are retired at ``now``.
+
+        Raises:
+            ValueError: ``replaced`` is empty, not listed, or not adjacent.
+        """
+        names = list(replaced)
+        listed = list(self.partitions.get(partition, ()))
+        positions = [i for i, segment in enumerate(listed) if segment.name in names]
+        if (
+            not names
+            or len(positions) != len(names)
+            or positions != list(range(positions[0], positions[0] + len(names)))
+        ):
+            raise ValueError(f"Segments {names} are not adjacent segments of {partition!r}.")
+        listed[positions[0] : positions[-1] + 1] = [merged]
+        retired = self.retired + tuple(Retired(f"{partition}/{name}", now) for name in names)
         return replace(
             self,
             version=self.version + 1,
-            partitions={**self.partitions, **partitions},
-            applied=applied,
+            partitions={**self.partitions, partition: tuple(listed)},
+            retired=retired,
+        )
+
+    def without_retired(self, paths: Iterable[str]) -> TxnRecord:
+        """The following version, forgetting retired segments that were deleted."""
+        gone = set(paths)
+        return replace(
+            self,
+            version=self.version + 1,
+            retired=tuple(r for r in self.retired if r.path not in gone),
         )
 
 
@@ -76,7 +191,11 @@ def _body(record: TxnRecord) -> dict[str, Any]:
         "schema": record.schema,
         "timestamp": record.timestamp,
         "partition_by": record.partition_by,
-        "partitions": dict(sorted(record.partitions.items())),
+        "partitions": {
+            name: [[segment.name, segment.size] for segment in segments]
+            for name, segments in sorted(record.partitions.items())
+        },
+        "retired": [[r.path, r.since] for r in record.retired],
         "applied": dict(sorted(record.applied.items())),
     }
 
@@ -117,11 +236,32 @@ def decode_txn(data: bytes) -> TxnRecord:
             schema=str(body["schema"]),
             timestamp=body["timestamp"],
             partition_by=body["partition_by"],
-            partitions={str(k): int(v) for k, v in body["partitions"].items()},
+            partitions={
+                str(name): tuple(Segment(str(seg), int(size)) for seg, size in segments)
+                for name, segments in body["partitions"].items()
+            },
             applied={str(k): int(v) for k, v in body["applied"].items()},
+            retired=tuple(Retired(str(path), float(since)) for path, since in body["retired"]),
         )
+        _check(record)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise CorruptFileError(f"The table's _txn record is invalid: {exc}.", 0) from exc
-    if record.version < 0 or any(size < 0 for size in record.partitions.values()):
-        raise CorruptFileError("The table's _txn record has negative sizes or version.", 0)
     return record
+
+
+def _check(record: TxnRecord) -> None:
+    """Names that stay inside the table directory, no negative sizes, no repeated segment."""
+    if record.version < 0:
+        raise ValueError("a negative version")
+    for partition, segments in record.partitions.items():
+        if not _PARTITION.fullmatch(partition):
+            raise ValueError(f"the partition name {partition!r} is not allowed")
+        names = [segment.name for segment in segments]
+        if len(set(names)) != len(names) or any(segment_number(n) is None for n in names):
+            raise ValueError(f"partition {partition!r} has bad or repeated segment names")
+        if any(segment.size < 0 for segment in segments):
+            raise ValueError(f"partition {partition!r} has a negative size")
+    for retired in record.retired:
+        partition, _, name = retired.path.partition("/")
+        if not _PARTITION.fullmatch(partition) or segment_number(name) is None:
+            raise ValueError(f"the retired path {retired.path!r} is not allowed")

@@ -36,7 +36,7 @@ def _copy_committed_prefixes(snapshot: TableSnapshot, scratch: Path) -> list[str
     """Copy each partition's committed prefix to ``scratch``; returns the copies' paths."""
     paths = []
     for name, size in snapshot.files:
-        target = scratch / f"{name}.parquet"
+        target = scratch / f"{name.replace('/', '_')}.parquet"
         with open(snapshot.path / name / "data.parquet", "rb") as src, open(target, "wb") as dst:
             shutil.copyfileobj(_Limited(src, size), dst)
         paths.append(str(target))

@@ -25,7 +25,7 @@ import anyio
 from streamwrite._pool import ProcessPool
 from streamwrite.layout.txn import TXN_FILE, decode_txn
 from streamwrite.table import open_table
-from tests.table_crash._support import APP_ID, SCHEMA, make_batch
+from tests.table_crash._support import APP_ID, SCHEMA, SEGMENT_ROW_GROUPS, make_batch
 
 
 def say(line: str) -> None:
@@ -36,7 +36,14 @@ async def main(directory: Path, max_batch: int) -> None:
     pool = await ProcessPool.open(2)
     server = forkserver._forkserver._forkserver_pid  # type: ignore[attr-defined]
     say(f"pool {' '.join(map(str, pool.worker_pids()))} {server}")
-    table = await open_table(directory, SCHEMA, timestamp="ts", partition_by="day", executor=pool)
+    table = await open_table(
+        directory,
+        SCHEMA,
+        timestamp="ts",
+        partition_by="day",
+        executor=pool,
+        segment_row_groups=SEGMENT_ROW_GROUPS,
+    )
     applied = decode_txn((directory / TXN_FILE).read_bytes()).applied.get(APP_ID, -1)
     say(f"open {applied} {table.version}")
     for k in range(applied + 1, max_batch + 1):

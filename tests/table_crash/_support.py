@@ -8,6 +8,8 @@ import numpy as np
 import pyarrow as pa
 
 APP_ID = "crash"
+SEGMENT_ROW_GROUPS = 3
+"""Tiny segments, so that kills also land while a partition starts a new segment."""
 DAY_NS = 86_400 * 10**9
 START_NS = 1_767_225_600_000_000_000  # 2026-01-01T00:00:00Z
 NUM_DAYS = 6

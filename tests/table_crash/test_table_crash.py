@@ -52,7 +52,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from streamwrite._pool import SEGMENT_PREFIX
-from streamwrite.errors import CorruptFileError
 from streamwrite.layout.txn import TXN_FILE, TxnRecord, decode_txn
 from streamwrite.live import recover
 from streamwrite.table import open_table, read_snapshot
@@ -73,6 +72,7 @@ class Stats:
     acknowledged: int = 0
     unacknowledged: int = 0
     partitions_ahead: int = 0
+    unpublished_segments: int = 0
     torn_tails: int = 0
     reopened: int = 0
     replayed: int = 0
@@ -173,13 +173,14 @@ def read_committed(directory: Path, record: TxnRecord) -> pa.Table:
     """Every partition's committed prefix (``_txn`` size) read by pyarrow, sorted by batch/row;
     checks each row is in the partition of its day."""
     parts = []
-    for name, size in sorted(record.partitions.items()):
+    for name, size in record.files():
         with open(directory / name / "data.parquet", "rb") as f:
             data = f.read(size)
         assert len(data) == size, name
         part = pq.read_table(pa.BufferReader(data), page_checksum_verification=True)
         days = pc.strftime(part.column("ts"), format="%Y-%m-%d").unique().to_pylist()
-        assert days in ([], [name]), f"partition {name} holds rows of {days}"
+        partition = name.split("/")[0]
+        assert days in ([], [partition]), f"segment {name} holds rows of {days}"
         parts.append(part)
     table = pa.concat_tables(parts) if parts else make_batch(0).schema.empty_table()
     ours = read_snapshot(directory).read()
@@ -198,19 +199,21 @@ def check_batches(table: pa.Table, applied: int, where: str) -> None:
     assert table.equals(expected_rows(applied)), f"{where}: batch contents differ"
 
 
-def partitions_ahead(directory: Path, record: TxnRecord) -> tuple[int, int]:
-    """(partitions whose live file committed past ``_txn``, partitions with a torn tail)."""
-    ahead = torn = 0
-    for child in sorted(p for p in directory.iterdir() if (p / "data.parquet").exists()):
-        try:
-            plan = recover(child, apply=False)
-        except CorruptFileError:  # created and killed before its first commit point
+def partitions_ahead(directory: Path, record: TxnRecord) -> tuple[int, int, int]:
+    """(segments whose live file committed past ``_txn``, segments with a torn tail,
+    segment directories ``_txn`` does not list: created and not yet published)."""
+    ahead = torn = unpublished = 0
+    listed = dict(record.files())
+    for child in sorted(p for p in directory.glob("*/seg-*") if (p / "data.parquet").exists()):
+        name = f"{child.parent.name}/{child.name}"
+        if name not in listed:
+            unpublished += 1
             continue
+        plan = recover(child, apply=False)
         torn += plan.torn_data_bytes > 0
-        committed = record.partitions.get(child.name, plan.versions[0].parquet_size)
-        ahead += plan.current.parquet_size > committed
-        assert plan.current.parquet_size >= committed, f"partition {child.name} is behind _txn"
-    return ahead, torn
+        ahead += plan.current.parquet_size > listed[name]
+        assert plan.current.parquet_size >= listed[name], f"segment {name} is behind _txn"
+    return ahead, torn, unpublished
 
 
 def reopen_and_replay(directory: Path, record: TxnRecord, applied: int) -> None:
@@ -230,8 +233,10 @@ def reopen_and_replay(directory: Path, record: TxnRecord, applied: int) -> None:
 
     anyio.run(go)
     assert decode_txn((directory / TXN_FILE).read_bytes()) == record
-    for name, size in record.partitions.items():
+    for name, size in record.files():
         assert recover(directory / name, apply=False).current.parquet_size == size, name
+    on_disk = {f"{p.parent.name}/{p.name}" for p in directory.glob("*/seg-*")}
+    assert on_disk == {name for name, _ in record.files()}, "unpublished segments survived"
 
 
 @pytest.mark.timeout(max(300, 6 * KILLS))
@@ -263,9 +268,10 @@ def test_sigkill_pool_ingest_at_random_moments(tmp_path: Path) -> None:
         applied = record.applied.get(APP_ID, -1)
         assert last_ack <= applied <= last_ack + 1, f"{where}: applied {applied}, acked {last_ack}"
         stats.unacknowledged += applied > last_ack
-        ahead, torn = partitions_ahead(directory, record)
+        ahead, torn, unpublished = partitions_ahead(directory, record)
         stats.partitions_ahead += ahead > 0
         stats.torn_tails += torn > 0
+        stats.unpublished_segments += unpublished > 0
         check_batches(read_committed(directory, record), applied, where)
         if kill % 2 == 0:
             reopen_and_replay(directory, record, applied)

@@ -1,0 +1,397 @@
+"""Compaction: merge a partition's sealed segments into one, swap it in through ``_txn``.
+
+Why (DESIGN section 4): every commit leaves the previous footer behind as dead bytes and small
+commits make small row groups, which slow every reader. Segments (``layout/txn.py``) already
+bound footer growth; compaction turns a run of small-row-group segments into one segment of
+``target_row_group_rows`` row groups.
+
+Decision, per partition (:func:`plan_partition`, shown by ``Table.compaction_status()``)::
+
+    eligible   sealed segments (never written again), plus the newest one when the partition
+               is idle (no row for idle_seconds, or an explicit compact()) and all its row
+               groups are committed
+    needs work a segment with dead_bytes / size > dead_ratio, or dead_bytes > dead_bytes
+               limit, or a row group below small_fraction * target_row_group_rows, or more
+               row groups than max_row_groups
+    compact    when the eligible segments hold >= min_small_row_groups small row groups,
+               or one of them passes a dead-byte limit or max_row_groups; the run merged is
+               every eligible segment from the first that needs work to the last that does
+
+Steps of one compaction (each a kill point the crash test covers)::
+
+    plan        under the buffer lock: seal the newest segment if it is eligible
+    write       new segment seg-N (a live file) in the partition: row groups at the target
+                size are copied raw (unencrypted, no decoding: layout/raw_copy.py), runs of
+                small ones are decoded, concatenated (optionally sorted by the designated
+                timestamp) and re-encoded by the table's executor; encrypted segments are
+                always re-encoded, which re-encrypts them under seg-N's own keys and ordinals;
+                committed every few row groups (fsynced)
+    swap        under the commit lock: a new _txn lists seg-N in place of the run and retires
+                the run's segments with the time: the switch is atomic for readers
+    sweep       retired segments past grace_seconds that no snapshot of this process pins
+                are deleted, then a _txn without them is published
+
+A crash before the swap leaves seg-N unpublished (reopening deletes it); after it, the old
+segments are retired and swept later. Readers of other processes that read a snapshot taken
+before the swap must finish within ``grace_seconds``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from streamwrite._live_keys import decryption_for
+from streamwrite._table_open import delete_segment
+from streamwrite.errors import ConfigError, UnsupportedError
+from streamwrite.layout.actions import LiveFileName
+from streamwrite.layout.raw_copy import copy_row_group
+from streamwrite.layout.txn import Segment
+from streamwrite.live import EncodedRowGroup, LiveFile
+from streamwrite.live_info import snapshots_from_sidecar
+from streamwrite.reader import ParquetFile
+from streamwrite.writer import row_group_jobs
+
+if TYPE_CHECKING:
+    from streamwrite.table import Table
+
+__all__ = [
+    "CompactionPolicy",
+    "CompactionResult",
+    "PartitionStatus",
+    "SegmentInfo",
+    "compact_partition",
+    "plan_partition",
+    "segment_info",
+]
+
+COMMIT_ROW_GROUPS = 4
+"""Row groups per commit of the segment compaction writes (each commit fsyncs)."""
+
+StepHook = Callable[[str], None]
+"""Called with the name of each compaction step as it starts (tests kill the process there)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPolicy:
+    """When and how a table compacts (see the module docstring for the rules).
+
+    Attributes:
+        dead_ratio: compact a segment whose dead bytes exceed this share of its size.
+        dead_bytes: ... or exceed this many bytes.
+        min_small_row_groups: compact a partition whose eligible segments hold this many
+            small row groups.
+        small_fraction: a row group is small below this share of ``target_row_group_rows``.
+        target_row_group_rows: rows per merged row group; None: the table's row_group_size.
+        max_row_groups: compact a segment holding more row groups (the AAD ordinal limit of
+            encrypted files is 32767).
+        idle_seconds: a partition's newest segment is eligible after no rows came for it
+            this long (background compaction; ``compact()`` takes it at once).
+        sort_by_timestamp: merged rows are sorted by the designated timestamp (everything is
+            then re-encoded).
+        grace_seconds: retired segments stay on disk this long for readers of other
+            processes (readers of this process pin them, :meth:`Table.snapshot`).
+    """
+
+    dead_ratio: float = 0.5
+    dead_bytes: int = 1 << 30
+    min_small_row_groups: int = 64
+    small_fraction: float = 0.5
+    target_row_group_rows: int | None = None
+    max_row_groups: int = 30_000
+    idle_seconds: float = 60.0
+    sort_by_timestamp: bool = False
+    grace_seconds: float = 60.0
+
+    def __post_init__(self) -> None:
+        checks = (
+            ("dead_ratio", 0 < self.dead_ratio <= 1),
+            ("dead_bytes", self.dead_bytes >= 1),
+            ("min_small_row_groups", self.min_small_row_groups >= 1),
+            ("small_fraction", 0 < self.small_fraction <= 1),
+            ("target_row_group_rows", (self.target_row_group_rows or 1) >= 1),
+            ("max_row_groups", 1 <= self.max_row_groups <= 32767),
+            ("idle_seconds", self.idle_seconds >= 0 and math.isfinite(self.idle_seconds)),
+            ("grace_seconds", self.grace_seconds >= 0 and math.isfinite(self.grace_seconds)),
+        )
+        for name, ok in checks:
+            if not ok:
+                raise ConfigError(f"CompactionPolicy.{name} is out of range: {self!r}.")
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentInfo:
+    """What compaction needs to know of one segment at its committed size."""
+
+    name: str
+    size: int
+    row_group_rows: tuple[int, ...]
+    dead_bytes: int
+    """Bytes of superseded footers (every commit but the last left one behind)."""
+    encrypted: bool
+
+    @property
+    def num_rows(self) -> int:
+        """Rows of the segment."""
+        return sum(self.row_group_rows)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionStatus:
+    """The compaction decision for one partition, with its reasons."""
+
+    partition: str
+    segments: tuple[SegmentInfo, ...]
+    eligible: int
+    """The first ``eligible`` segments may be compacted (the rest is being appended to)."""
+    compact: bool
+    reasons: tuple[str, ...]
+    merge: tuple[str, ...]
+    """The adjacent segments compaction would merge."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionResult:
+    """One partition compacted."""
+
+    partition: str
+    merged: tuple[str, ...]
+    segment: Segment
+    num_rows: int
+    bytes_before: int
+    raw_row_groups: int
+    reencoded_row_groups: int
+    seconds: float
+
+
+def segment_info(directory: Path, size: int, decryption: Any = None) -> SegmentInfo:
+    """Read a segment's footer (at committed ``size``) and footer chain (from ``_pm``).
+
+    Raises:
+        CorruptFileError, EncryptionError: as for reading the segment.
+    """
+    with ParquetFile(directory, snapshot=size, decryption=decryption) as pf:
+        rows = tuple(rg.num_rows or 0 for rg in pf.metadata.row_groups or [])
+        encrypted = pf.encryption_algorithm is not None
+        pm_data = (directory / LiveFileName.PM.value).read_bytes()
+        sizes = [s.parquet_size for s in snapshots_from_sidecar(pm_data) if s.parquet_size < size]
+        dead = sum(8 + int.from_bytes(pf.read_bytes(end - 8, 4), "little") for end in sizes)
+    return SegmentInfo(directory.name, size, rows, dead, encrypted)
+
+
+def _small(rows: int, target: int, policy: CompactionPolicy) -> bool:
+    return rows < policy.small_fraction * target
+
+
+def _needs_work(info: SegmentInfo, target: int, policy: CompactionPolicy) -> list[str]:
+    reasons = []
+    if info.size and info.dead_bytes / info.size > policy.dead_ratio:
+        reasons.append(f"{info.name}: dead bytes {info.dead_bytes / info.size:.0%} of the file")
+    if info.dead_bytes > policy.dead_bytes:
+        reasons.append(f"{info.name}: {info.dead_bytes:,} dead bytes")
+    if len(info.row_group_rows) > policy.max_row_groups:
+        reasons.append(f"{info.name}: {len(info.row_group_rows)} row groups")
+    return reasons
+
+
+def plan_partition(
+    partition: str,
+    segments: tuple[SegmentInfo, ...],
+    eligible: int,
+    target_rows: int,
+    policy: CompactionPolicy,
+    *,
+    force: bool = False,
+) -> PartitionStatus:
+    """Decide whether and what to compact (rules in the module docstring; no I/O).
+
+    With ``force`` (an explicit ``compact()``), any eligible run that merging improves is
+    compacted: two or more segments, or one with small row groups or dead bytes.
+    """
+    candidates = segments[:eligible]
+    limits = [reason for info in candidates for reason in _needs_work(info, target_rows, policy)]
+    num_small = [sum(_small(r, target_rows, policy) for r in c.row_group_rows) for c in candidates]
+    work = [
+        i
+        for i, info in enumerate(candidates)
+        if num_small[i] or _needs_work(info, target_rows, policy)
+    ]
+    reasons = list(limits)
+    if sum(num_small) >= policy.min_small_row_groups:
+        reasons.append(
+            f"{sum(num_small)} small row groups (< {policy.small_fraction:g} x {target_rows:,} "
+            f"rows) in {len(candidates)} eligible segment(s), limit {policy.min_small_row_groups}"
+        )
+    if force and not reasons and work:
+        reasons.append("compact() was asked for")
+    if not work or not reasons or (force and len(candidates) == 1 and not work):
+        merge: tuple[str, ...] = ()
+    else:
+        merge = tuple(c.name for c in candidates[work[0] : work[-1] + 1])
+    if not reasons:
+        reasons.append(
+            f"nothing to do: {sum(num_small)} small row groups in {len(candidates)} eligible "
+            f"segment(s) (limit {policy.min_small_row_groups}), dead bytes under the limits"
+        )
+    return PartitionStatus(partition, segments, eligible, bool(merge), tuple(reasons), merge)
+
+
+# -- writing the merged segment ------------------------------------------------------------
+
+
+class _Merger:
+    """Feeds a new segment: raw row groups as they are, small ones merged and re-encoded."""
+
+    def __init__(self, table: Table, live: LiveFile, target_rows: int, sort: bool) -> None:
+        self._table = table
+        self._live = live
+        self._target_rows = target_rows
+        self._sort = sort
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+        self._encoded: list[EncodedRowGroup] = []
+        self._num_row_groups = 0
+        self.raw = 0
+        self.reencoded = 0
+
+    async def add_raw(self, row_group: EncodedRowGroup) -> None:
+        self._encoded.append(row_group)
+        self.raw += 1
+        await self._commit_if_due()
+
+    async def add_rows(self, rows: pa.Table) -> None:
+        self._pending.append(rows)
+        self._pending_rows += rows.num_rows
+        while not self._sort and self._pending_rows >= self._target_rows:
+            await self._encode_pending(self._target_rows)
+
+    @property
+    def has_pending_rows(self) -> bool:
+        return self._pending_rows > 0
+
+    async def _encode_pending(self, num_rows: int) -> None:
+        rows = pa.concat_tables(self._pending)
+        piece, rest = rows.slice(0, num_rows), rows.slice(num_rows)
+        self._pending = [rest] if rest.num_rows else []
+        self._pending_rows = rest.num_rows
+        table = self._table
+        ordinal = self._num_row_groups + len(self._encoded)
+        jobs = row_group_jobs(
+            piece, table.parquet_schema, table.options, self._live.encryptor, ordinal
+        )
+        self._encoded.append((await table.executor.run_all(jobs), piece.num_rows))
+        self.reencoded += 1
+        await self._commit_if_due()
+
+    async def flush_rows(self, timestamp: str | None) -> None:
+        """Encode every pending row (sorted first, if asked)."""
+        if self._sort and timestamp is not None and self._pending:
+            rows = pa.concat_tables(self._pending)
+            order = pc.sort_indices(rows, [(timestamp, "ascending")])
+            self._pending = [rows.take(order)]
+        while self._pending_rows:
+            await self._encode_pending(min(self._target_rows, self._pending_rows))
+
+    async def _commit_if_due(self, final: bool = False) -> None:
+        if len(self._encoded) >= COMMIT_ROW_GROUPS or (final and self._encoded):
+            await self._live.commit_encoded(self._encoded)
+            self._num_row_groups += len(self._encoded)
+            self._encoded = []
+
+    async def finish(self, timestamp: str | None) -> int:
+        """Encode and commit the rest; returns the committed size."""
+        await self.flush_rows(timestamp)
+        await self._commit_if_due(final=True)
+        return self._live.last_commit.parquet_size
+
+
+def _read_row_group(directory: Path, size: int, index: int, decryption: Any) -> pa.Table:
+    with ParquetFile(directory, snapshot=size, decryption=decryption) as pf:
+        return pf.read_row_group(index)
+
+
+def _raw_row_group(directory: Path, size: int, index: int) -> EncodedRowGroup:
+    with ParquetFile(directory, snapshot=size) as pf:
+        row_group = (pf.metadata.row_groups or [])[index]
+        chunks = copy_row_group(
+            lambda offset, n: bytes(pf.read_bytes(offset, n)), row_group, file_size=size
+        )
+        return chunks, row_group.num_rows or 0
+
+
+async def compact_partition(
+    table: Table,
+    status: PartitionStatus,
+    policy: CompactionPolicy,
+    hook: StepHook | None = None,
+) -> CompactionResult:
+    """Merge ``status.merge`` into a new segment and swap it in (steps: module docstring).
+
+    Raises:
+        StreamwriteIOError: writing the new segment or publishing ``_txn`` failed (the
+            partial segment is deleted now or on the next open; the old ones stay).
+    """
+    step = hook or (lambda name: None)
+    started = time.perf_counter()
+    partition = status.partition
+    infos = [info for info in status.segments if info.name in status.merge]
+    target_rows = policy.target_row_group_rows or table.options.row_group_size
+    decryption = None if table.encryption is None else decryption_for(table.encryption)
+    step("write")
+    live = await table.new_segment(partition)
+    merger = _Merger(table, live, target_rows, policy.sort_by_timestamp)
+    published = False
+    try:
+        for info in infos:
+            directory = table.path / partition / info.name
+            for index, rows in enumerate(info.row_group_rows):
+                raw = (
+                    not info.encrypted
+                    and not policy.sort_by_timestamp
+                    and not merger.has_pending_rows
+                    and not _small(rows, target_rows, policy)
+                )
+                if raw:
+                    try:
+                        row_group = await anyio.to_thread.run_sync(
+                            _raw_row_group, directory, info.size, index
+                        )
+                    except UnsupportedError:
+                        raw = False
+                    else:
+                        await merger.add_raw(row_group)
+                if not raw:
+                    await merger.add_rows(
+                        await anyio.to_thread.run_sync(
+                            _read_row_group, directory, info.size, index, decryption
+                        )
+                    )
+        size = await merger.finish(table.timestamp)
+        await live.close()
+        step("swap")
+        merged = Segment(live.path.name, size)
+        await table.swap_segments(partition, status.merge, merged)
+        published = True
+    finally:
+        await live.close()
+        if not published:  # never listed in _txn: nobody can read it
+            await anyio.to_thread.run_sync(delete_segment, live.path)
+    step("swapped")
+    return CompactionResult(
+        partition,
+        status.merge,
+        merged,
+        sum(info.num_rows for info in infos),
+        sum(info.size for info in infos),
+        merger.raw,
+        merger.reencoded,
+        time.perf_counter() - started,
+    )

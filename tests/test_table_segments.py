@@ -1,0 +1,126 @@
+"""Table segments: roll-over at ``segment_row_groups``, recovery of unpublished and ahead
+segments, the table writer lock, pinned snapshots."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import streamwrite
+import streamwrite.table as table_module
+from streamwrite.errors import ConfigError, StreamwriteIOError
+from streamwrite.layout.txn import TXN_FILE, decode_txn
+from streamwrite.table import open_table, read_snapshot
+from streamwrite.testing import reference_table
+
+TABLE = reference_table(2_000)
+
+
+def _run(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    return anyio.run(functools.partial(fn, *args, **kwargs))
+
+
+def _record(path: Path) -> Any:
+    return decode_txn((path / TXN_FILE).read_bytes())
+
+
+def test_segments_roll_over_and_read_back_in_order(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+
+    async def go() -> None:
+        async with await open_table(
+            path, TABLE.schema, row_group_size=100, segment_row_groups=3
+        ) as table:
+            for i in range(7):  # 7 commits of 2 row groups: segments of 3, 3, 3, 3, 2
+                await table.append(TABLE.slice(200 * i, 200), app_id="a", batch_id=i)
+            assert table.metrics.segments_created == 5
+
+    _run(go)
+    segments = _record(path).partitions["all"]
+    assert [s.name for s in segments] == [f"seg-{n:06d}" for n in range(5)]
+    assert streamwrite.read_table(path).equals(TABLE.slice(0, 1400))
+    for segment in segments:
+        directory = path / "all" / segment.name
+        md = pq.ParquetFile(pa.BufferReader((directory / "data.parquet").read_bytes())).metadata
+        assert md.num_row_groups == (2 if segment is segments[-1] else 3)
+        assert (directory / "data.parquet").stat().st_size == segment.size  # sealed: untouched
+    snapshot = read_snapshot(path)
+    assert [name for name, _ in snapshot.files] == [f"all/{s.name}" for s in segments]
+
+
+def test_a_commit_spanning_two_segments_rolls_back_whole(tmp_path: Path) -> None:
+    """The _txn publish fails after a commit wrote the end of one segment and the start of
+    the next: reopening rolls the first back and deletes the second."""
+    path = tmp_path / "t"
+
+    async def go(monkeypatch: pytest.MonkeyPatch) -> None:
+        table = await open_table(path, TABLE.schema, row_group_size=100, segment_row_groups=2)
+        await table.append(TABLE.slice(0, 100), app_id="a", batch_id=0)
+        published = _record(path)
+
+        def fail(*args: Any) -> None:
+            raise StreamwriteIOError("injected: the _txn publish failed")
+
+        monkeypatch.setattr(table_module, "write_txn", fail)
+        with pytest.raises(StreamwriteIOError, match="injected"):
+            await table.append(TABLE.slice(100, 200), app_id="a", batch_id=1)
+        monkeypatch.undo()
+        assert (path / "all" / "seg-000001" / "data.parquet").exists()
+        await table.close()
+        reopened = await open_table(path)
+        assert _record(path) == published
+        assert not (path / "all" / "seg-000001").exists()
+        commit = await reopened.append(TABLE.slice(100, 200), app_id="a", batch_id=1)
+        assert commit is not None and not commit.skipped
+        await reopened.close()
+
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _run(go, monkeypatch)
+    assert streamwrite.read_table(path).equals(TABLE.slice(0, 300))
+
+
+def test_one_writer_per_table(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+
+    async def go() -> None:
+        table = await open_table(path, TABLE.schema)
+        with pytest.raises(StreamwriteIOError, match="open for writing elsewhere"):
+            await open_table(path)
+        await table.close()
+        again = await open_table(path)  # the lock went with close()
+        await again.close()
+
+    _run(go)
+
+
+def test_segment_row_groups_is_checked(tmp_path: Path) -> None:
+    for bad in (0, 32768):
+        with pytest.raises(ConfigError, match="segment_row_groups"):
+            _run(open_table, tmp_path / "t", TABLE.schema, segment_row_groups=bad)
+
+
+def test_snapshot_pins_until_released(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+
+    async def go() -> None:
+        async with await open_table(path, TABLE.schema, segment_row_groups=1) as table:
+            await table.append(TABLE.slice(0, 10), app_id="a", batch_id=0)
+            with table.snapshot() as snapshot:
+                assert table.pins.is_pinned("all/seg-000000")
+                await table.append(TABLE.slice(10, 10), app_id="a", batch_id=1)
+                assert snapshot.read().equals(TABLE.slice(0, 10))
+                assert not table.pins.is_pinned("all/seg-000001")
+            assert not table.pins.is_pinned("all/seg-000000")
+            dropped = table.snapshot()
+            assert table.pins.is_pinned("all/seg-000001")
+            del dropped  # garbage collection releases too
+            assert not table.pins.is_pinned("all/seg-000001")
+
+    _run(go)
+    assert [s.name for s in _record(path).partitions["all"]] == ["seg-000000", "seg-000001"]
