@@ -30,6 +30,7 @@ Steps of one compaction (each a kill point the crash test covers)::
                 the run's segments with the time: the switch is atomic for readers
     sweep       retired segments past grace_seconds that no snapshot of this process pins
                 are deleted, then a _txn without them is published
+    done
 
 A crash before the swap leaves seg-N unpublished (reopening deletes it); after it, the old
 segments are retired and swept later. Readers of other processes that read a snapshot taken
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CompactionPolicy",
     "CompactionResult",
+    "STEPS",
     "PartitionStatus",
     "SegmentInfo",
     "compact_partition",
@@ -77,7 +79,9 @@ COMMIT_ROW_GROUPS = 4
 """Row groups per commit of the segment compaction writes (each commit fsyncs)."""
 
 StepHook = Callable[[str], None]
-"""Called with the name of each compaction step as it starts (tests kill the process there)."""
+"""Called with the name of each compaction step as it starts: ``write``, ``swap``, ``sweep``,
+``done`` (the crash test kills the process there)."""
+STEPS = ("write", "swap", "sweep", "done")
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,7 +352,7 @@ async def compact_partition(
     step("write")
     live = await table.new_segment(partition)
     merger = _Merger(table, live, target_rows, policy.sort_by_timestamp)
-    published = False
+    attempted = False  # the swap was tried: _txn may list the new segment now
     try:
         for info in infos:
             directory = table.path / partition / info.name
@@ -378,13 +382,15 @@ async def compact_partition(
         await live.close()
         step("swap")
         merged = Segment(live.path.name, size)
+        attempted = True
         await table.swap_segments(partition, status.merge, merged)
-        published = True
     finally:
         await live.close()
-        if not published:  # never listed in _txn: nobody can read it
+        if not attempted:  # never listed in _txn: nobody can read it
             await anyio.to_thread.run_sync(delete_segment, live.path)
-    step("swapped")
+    step("sweep")
+    await table.sweep_retired()
+    step("done")
     return CompactionResult(
         partition,
         status.merge,

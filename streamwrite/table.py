@@ -415,13 +415,12 @@ class Table:
     async def swap_segments(
         self, partition: str, replaced: tuple[str, ...], merged: Segment
     ) -> None:
-        """List ``merged`` in place of the ``replaced`` segments and retire them (the
-        compaction commit point), then delete what the grace period allows."""
+        """List ``merged`` in place of the ``replaced`` segments and retire them: the
+        compaction commit point."""
         async with self._commit_lock:
             self._check()
             await self._publish(self._record.compacted(partition, replaced, merged, time.time()))
             self.metrics.compactions += 1
-        await self.sweep_retired()
 
     async def sweep_retired(self) -> list[str]:
         """Delete retired segments past the grace period that no snapshot of this process
