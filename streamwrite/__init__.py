@@ -19,6 +19,7 @@ _EXPORTS = {
     "InlineExecutor": "streamwrite._pool",
     "ProcessPool": "streamwrite._pool",
     "WorkerError": "streamwrite._pool",
+    "CompactionPolicy": "streamwrite.compaction",
     "Table": "streamwrite.table",
     "TableCommit": "streamwrite.table",
     "TableSnapshot": "streamwrite.table",
@@ -44,6 +45,7 @@ _EXPORTS = {
 __all__ = [
     "ChecksumError",
     "Commit",
+    "CompactionPolicy",
     "ConfigError",
     "CorruptFileError",
     "DecryptionConfig",
@@ -73,6 +75,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from streamwrite._pool import InlineExecutor, ProcessPool, WorkerError
+    from streamwrite.compaction import CompactionPolicy
     from streamwrite.decryption import DecryptionConfig
     from streamwrite.encryption import FileEncryption
     from streamwrite.errors import (

@@ -71,7 +71,10 @@ __all__ = [
     "PartitionStatus",
     "SegmentInfo",
     "compact_partition",
+    "compact_table",
+    "partition_status",
     "plan_partition",
+    "run_compactor",
     "segment_info",
 ]
 
@@ -401,3 +404,68 @@ async def compact_partition(
         merger.reencoded,
         time.perf_counter() - started,
     )
+
+
+# -- driving it from a table -------------------------------------------------------------
+
+
+async def partition_status(
+    table: Table, partition: str, policy: CompactionPolicy, *, explicit: bool, seal: bool
+) -> PartitionStatus:
+    """The decision for ``partition`` now (``explicit``: a ``compact()`` call, which takes
+    the newest segment without waiting for ``idle_seconds``; ``seal``: seal it if taken)."""
+    idle = None if explicit else policy.idle_seconds
+    eligible = await table.eligible_segments(partition, idle, seal)
+    decryption = None if table.encryption is None else decryption_for(table.encryption)
+    infos = []
+    for segment in table.record.partitions[partition]:
+        key = (partition, segment.name, segment.size)
+        if key not in table.segment_infos:
+            table.segment_infos[key] = await anyio.to_thread.run_sync(
+                segment_info, table.path / partition / segment.name, segment.size, decryption
+            )
+        infos.append(table.segment_infos[key])
+    target = policy.target_row_group_rows or table.options.row_group_size
+    return plan_partition(partition, tuple(infos), eligible, target, policy, force=explicit)
+
+
+async def compact_table(
+    table: Table,
+    partitions: list[str],
+    policy: CompactionPolicy,
+    *,
+    explicit: bool,
+    hook: StepHook | None = None,
+) -> list[CompactionResult]:
+    """Compact each of ``partitions`` that its status says to, one at a time.
+
+    A partition's newest segment is sealed only when the run to merge reaches it (decided
+    once without sealing, then again after sealing, since rows may have come in between).
+    """
+    results = []
+    async with table.compaction_lock:
+        for name in partitions:
+            status = await partition_status(table, name, policy, explicit=explicit, seal=False)
+            if status.merge and status.merge[-1] == status.segments[-1].name:
+                status = await partition_status(table, name, policy, explicit=explicit, seal=True)
+            if status.compact:
+                results.append(await compact_partition(table, status, policy, hook))
+    return results
+
+
+async def run_compactor(table: Table) -> None:
+    """Background compaction every ``compaction_interval`` seconds while the table is open;
+    errors are kept in ``table.last_compaction_error`` and the next round tries again."""
+    interval = table.settings.compaction_interval
+    assert interval is not None
+    while True:
+        await anyio.sleep(interval)
+        if not table.is_open:
+            return
+        try:
+            await compact_table(
+                table, sorted(table.record.partitions), table.settings.compaction, explicit=False
+            )
+        except Exception as exc:
+            table.last_compaction_error = exc
+            table.metrics.compaction_errors += 1

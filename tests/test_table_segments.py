@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import streamwrite
-import streamwrite.table as table_module
+import streamwrite._table_core as table_core
 from streamwrite.errors import ConfigError, StreamwriteIOError
 from streamwrite.layout.txn import TXN_FILE, decode_txn
 from streamwrite.table import open_table, read_snapshot
@@ -67,7 +67,7 @@ def test_a_commit_spanning_two_segments_rolls_back_whole(tmp_path: Path) -> None
         def fail(*args: Any) -> None:
             raise StreamwriteIOError("injected: the _txn publish failed")
 
-        monkeypatch.setattr(table_module, "write_txn", fail)
+        monkeypatch.setattr(table_core, "write_txn", fail)
         with pytest.raises(StreamwriteIOError, match="injected"):
             await table.append(TABLE.slice(100, 200), app_id="a", batch_id=1)
         monkeypatch.undo()

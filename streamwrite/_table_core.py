@@ -1,0 +1,545 @@
+"""The :class:`Table` class: buffering, commits, segments (see :mod:`streamwrite.table`)."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pyarrow as pa
+from anyio.abc import TaskGroup
+
+from streamwrite._pool import Executor
+from streamwrite._table_open import TableLock, segment_numbers, sweep_retired
+from streamwrite._table_state import (
+    PartitionBuffer,
+    PinRegistry,
+    TableCommit,
+    TableMetrics,
+    TableSettings,
+    TableSnapshot,
+    Unit,
+    by_segment,
+    snapshot_of,
+    write_txn,
+)
+from streamwrite.compaction import (
+    CompactionPolicy,
+    CompactionResult,
+    PartitionStatus,
+    SegmentInfo,
+    StepHook,
+    compact_table,
+    partition_status,
+    run_compactor,
+)
+from streamwrite.encryption import FileEncryption
+from streamwrite.errors import ConfigError, StreamwriteIOError
+from streamwrite.layout.partitioning import split_by_partition
+from streamwrite.layout.txn import Segment, TxnRecord, segment_name
+from streamwrite.live import EncodedRowGroup, LiveFile
+from streamwrite.options import make_write_options
+from streamwrite.schema import arrow_to_parquet
+from streamwrite.writer import as_table, row_group_jobs
+
+__all__ = ["KV_TXN", "Table"]
+
+KV_TXN = "streamwrite.txn"
+"""Footer key/value of a partition commit: the table version and batch id it belongs to."""
+
+
+class Table:
+    """An open table (create or reopen with :func:`open_table`)."""
+
+    def __init__(
+        self,
+        path: Path,
+        record: TxnRecord,
+        schema: pa.Schema,
+        active: dict[str, LiveFile],
+        executor: Executor,
+        owns_executor: bool,
+        settings: TableSettings,
+        write_options: dict[str, Any],
+        encryption: FileEncryption | None,
+        lock: TableLock,
+    ) -> None:
+        self.path = path
+        self.schema = schema
+        self.settings = settings
+        self.encryption = encryption
+        self._record = record
+        self._active = active
+        """Each partition's newest segment, open for appending."""
+        self._assigned = {name: live.last_commit.num_row_groups for name, live in active.items()}
+        """Row groups of each newest segment, committed or encoded for it: the next one's
+        ordinal (encrypted tables) and when to start a new segment."""
+        self._sealed: set[LiveFile] = set()
+        """Segments replaced as newest, closed once the commits encoded for them are done."""
+        self._next_segment = segment_numbers(path, record)
+        self._lock_file = lock
+        self.executor = executor
+        self._owns_executor = owns_executor
+        self._write_kwargs = write_options
+        self.options = make_write_options(schema.names, **write_options)
+        self.parquet_schema = arrow_to_parquet(schema)
+        self._buffers: dict[str, PartitionBuffer] = {}
+        self._buffered_rows = 0
+        self._buffered_bytes = 0
+        self._last_commit = time.monotonic()
+        self._last_rows: dict[str, float] = {}
+        """When rows last came for each partition (monotonic): compaction waits for idle."""
+        self.segment_infos: dict[tuple[str, str, int], SegmentInfo] = {}
+        """Compaction's cache: (partition, segment, committed size) -> what it holds."""
+        self.compaction_lock = anyio.Lock()
+        self.last_compaction_error: Exception | None = None
+        """The last error of the background compactor (it keeps running)."""
+        self._lock = anyio.Lock()  # buffers and the order of commit units
+        self._commit_lock = anyio.Lock()  # one commit (or compaction swap) at a time
+        self._poisoned: BaseException | None = None
+        self._closed = False
+        self._task_group: TaskGroup | None = None
+        self._send: Any = None
+        self.pins = PinRegistry()
+        self.metrics = TableMetrics()
+
+    # -- buffering --------------------------------------------------------------------------
+
+    async def _segment_for_next_row_group(self, name: str) -> LiveFile:
+        """The segment partition ``name``'s next row group goes to: its newest, or a new one
+        when there is none or it is full (the full one is sealed)."""
+        live = self._active.get(name)
+        if live is not None and self._assigned[name] < self.settings.segment_row_groups:
+            return live
+        created = await self.new_segment(name)
+        if live is not None:
+            self._sealed.add(live)
+        self._active[name] = created
+        self._assigned[name] = 0
+        self.metrics.segments_created += 1
+        return created
+
+    async def _encode(self, name: str, table: pa.Table) -> tuple[LiveFile, EncodedRowGroup]:
+        """Encode one row group of partition ``name`` for the segment it goes to (encrypted
+        with that segment's own keys and ``aad_file_unique`` and its true ordinal, for an
+        encrypted table)."""
+        live = await self._segment_for_next_row_group(name)
+        jobs = row_group_jobs(
+            table,
+            self.parquet_schema,
+            self.options,
+            live.encryptor,
+            self._assigned[name] if self.encryption is not None else 0,
+        )
+        encoded = (await self.executor.run_all(jobs), table.num_rows)
+        self._assigned[name] += 1
+        return live, encoded
+
+    def _row_group_rows(self, buffer: PartitionBuffer) -> int:
+        """Rows of the next row group: ``row_group_size``, fewer when ``row_group_bytes`` says."""
+        size = self.options.row_group_size
+        limit = self.settings.row_group_bytes
+        if limit is not None and buffer.pending_bytes >= limit:
+            per_row = buffer.pending_bytes / max(1, buffer.pending_rows)
+            size = min(size, max(1, int(limit / per_row)))
+        return size
+
+    async def _cut(self, name: str, buffer: PartitionBuffer, *, partial: bool) -> None:
+        """Encode full row groups of a partition buffer (and the rest too, if ``partial``).
+
+        The buffer changes only after a row group is encoded, so a cancelled encode loses
+        nothing.
+        """
+        while buffer.pending_rows:
+            size = self._row_group_rows(buffer)
+            if buffer.pending_rows < size and not partial:
+                return
+            rows = pa.concat_tables(buffer.pending)
+            piece, rest = rows.slice(0, size), rows.slice(size)
+            encoded = await self._encode(name, piece)
+            buffer.pending = [rest] if rest.num_rows else []
+            buffer.pending_rows = rest.num_rows
+            buffer.pending_bytes = rest.nbytes
+            buffer.encoded.append(encoded)
+
+    def _check(self) -> None:
+        if self._closed:
+            raise StreamwriteIOError(f"The table {str(self.path)!r} is closed.")
+        if self._poisoned is not None:
+            raise StreamwriteIOError(
+                f"The table {str(self.path)!r} failed a commit ({self._poisoned}); "
+                "reopen it to roll back to its last commit."
+            ) from self._poisoned
+
+    def _due(self) -> bool:
+        settings = self.settings
+        if settings.commit_rows is not None and self._buffered_rows >= settings.commit_rows:
+            return True
+        if settings.commit_bytes is not None and self._buffered_bytes >= settings.commit_bytes:
+            return True
+        return (
+            settings.commit_interval is not None
+            and self._buffered_rows > 0
+            and time.monotonic() - self._last_commit >= settings.commit_interval
+        )
+
+    async def append(
+        self,
+        data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch],
+        *,
+        app_id: str | None = None,
+        batch_id: int | None = None,
+    ) -> TableCommit | None:
+        """Add rows. With ``app_id`` and ``batch_id`` the rows (and anything buffered) are
+        committed now, exactly once: a batch id already committed for that app id writes
+        nothing and returns a commit with ``skipped=True``.
+
+        Returns:
+            The commit when this call committed (or skipped) one, else None.
+
+        Raises:
+            SchemaError: the data does not match the table schema.
+            StreamwriteIOError: a commit failed (the table is poisoned), or it is closed.
+        """
+        self._check()
+        if (app_id is None) != (batch_id is None):
+            raise ConfigError("app_id and batch_id go together.")
+        table = as_table(data, self.schema, "the table")
+        # Once accepted, a batch is buffered (or committed) whole: cancellation waits for that.
+        with anyio.CancelScope(shield=True):
+            result = await self._accept(table, app_id, batch_id)
+        return result
+
+    async def _accept(
+        self, table: pa.Table, app_id: str | None, batch_id: int | None
+    ) -> TableCommit | None:
+        async with self._lock:
+            if (
+                app_id is not None
+                and batch_id is not None
+                and self._record.is_applied(app_id, batch_id)
+            ):
+                self.metrics.batches_skipped += 1
+                return TableCommit(
+                    self._record.version, 0, dict(self._record.partitions), skipped=True
+                )
+            for name, rows in split_by_partition(
+                table, self._record.timestamp, self._record.partition_by
+            ):
+                buffer = self._buffers.setdefault(name, PartitionBuffer())
+                self._last_rows[name] = time.monotonic()
+                buffer.pending.append(rows)
+                buffer.pending_rows += rows.num_rows
+                buffer.pending_bytes += rows.nbytes
+                await self._cut(name, buffer, partial=False)
+            self._buffered_rows += table.num_rows
+            self._buffered_bytes += table.nbytes
+            self.metrics.rows_appended += table.num_rows
+            self.metrics.bytes_appended += table.nbytes
+            self.metrics.rows_buffered = self._buffered_rows
+            if app_id is None and not self._due():
+                return None
+            unit = await self._take_unit(app_id, batch_id)
+            # Handed over under the lock, so units commit in the order they were taken.
+            return await self._submit(unit, wait=app_id is not None)
+
+    async def _take_unit(self, app_id: str | None, batch_id: int | None) -> Unit:
+        """Encode what is buffered and take it out of the buffers (lock held)."""
+        for name, buffer in self._buffers.items():
+            await self._cut(name, buffer, partial=True)
+        parts = {name: b.encoded for name, b in self._buffers.items() if b.encoded}
+        unit = Unit(parts, self._buffered_rows, app_id, batch_id)
+        self._buffers = {}
+        self._buffered_rows = self._buffered_bytes = 0
+        self.metrics.rows_buffered = 0
+        self._last_commit = time.monotonic()
+        return unit
+
+    async def flush(self) -> TableCommit | None:
+        """Commit everything appended so far (and wait for background commits).
+
+        Returns:
+            The commit, or None when nothing was buffered.
+        """
+        self._check()
+        async with self._lock:
+            if self._buffered_rows:
+                unit = await self._take_unit(None, None)
+            else:  # nothing buffered: a barrier behind the commits already handed over
+                unit = Unit({}, 0, None, None)
+            result = await self._submit(unit, wait=True)
+        self._check()
+        return result
+
+    # -- committing -------------------------------------------------------------------------
+
+    async def _commit(self, unit: Unit) -> TableCommit:
+        async with self._commit_lock:
+            self._check()
+            started = time.perf_counter()
+            marker = json.dumps(
+                {
+                    "version": self._record.version + 1,
+                    "app_id": unit.app_id,
+                    "batch_id": unit.batch_id,
+                }
+            )
+            written: dict[str, list[Segment]] = {}
+            try:
+                for name in sorted(unit.parts):
+                    for live, row_groups in by_segment(unit.parts[name]):
+                        commit = await live.commit_encoded(row_groups, ((KV_TXN, marker),))
+                        written.setdefault(name, []).append(
+                            Segment(live.path.name, commit.parquet_size)
+                        )
+                record = self._record.next(written, unit.app_id, unit.batch_id)
+                await anyio.to_thread.run_sync(write_txn, self.path, record)
+            except BaseException as exc:
+                self._poisoned = exc
+                raise
+            self._record = record
+            await self._close_sealed(unit)
+            seconds = time.perf_counter() - started
+            self.metrics.commits += 1
+            self.metrics.rows_committed += unit.num_rows
+            self.metrics.last_commit_seconds = seconds
+            self.metrics.commit_seconds.append(seconds)
+            return TableCommit(record.version, unit.num_rows, dict(record.partitions))
+
+    async def _close_sealed(self, unit: Unit) -> None:
+        """Close sealed segments this unit wrote to: units commit in encode order, so no
+        later unit has row groups for them."""
+        for parts in unit.parts.values():
+            for live, _ in parts:
+                if live in self._sealed:
+                    self._sealed.discard(live)
+                    await live.close()
+
+    async def _submit(self, unit: Unit, *, wait: bool) -> TableCommit | None:
+        """Commit ``unit`` now (no background committer) or hand it over, in order.
+
+        With ``wait``, returns once it is committed (None for a barrier) or raises its error.
+        """
+        if self._send is None:
+            return None if unit.is_barrier else await self._commit(unit)
+        self.metrics.queue_depth += 1
+        await self._send.send(unit)  # waits while the committer is busy: backpressure
+        if not wait:
+            return None
+        await unit.done.wait()
+        if unit.error is not None:
+            raise unit.error
+        return unit.result
+
+    async def _committer(self, receive: Any) -> None:
+        async with receive:
+            async for unit in receive:
+                try:
+                    if not unit.is_barrier:
+                        unit.result = await self._commit(unit)
+                except Exception as exc:  # the table is poisoned; callers see it next call
+                    unit.error = exc
+                finally:
+                    self.metrics.queue_depth -= 1
+                    unit.done.set()
+
+    async def _timer(self) -> None:
+        assert self.settings.commit_interval is not None
+        while True:
+            await anyio.sleep(self.settings.commit_interval / 4)
+            if self._poisoned is None and self._due():
+                async with self._lock:
+                    if self._buffered_rows:
+                        await self._submit(await self._take_unit(None, None), wait=False)
+
+    # -- segments and compaction (the steps are in streamwrite.compaction) -----------------
+
+    async def new_segment(self, partition: str) -> LiveFile:
+        """A new segment of ``partition`` (the next number), unpublished until a ``_txn``
+        lists it."""
+        number = self._next_segment.get(partition, 0)
+        self._next_segment[partition] = number + 1
+        return await LiveFile.open(
+            self.path / partition / segment_name(number),
+            self.schema,
+            encryption=self.encryption,
+            **self._write_kwargs,
+        )
+
+    async def _publish(self, record: TxnRecord) -> None:
+        """Publish ``record`` (commit lock held); a failure poisons the table."""
+        try:
+            await anyio.to_thread.run_sync(write_txn, self.path, record)
+        except BaseException as exc:
+            self._poisoned = exc
+            raise
+        self._record = record
+
+    async def swap_segments(
+        self, partition: str, replaced: tuple[str, ...], merged: Segment
+    ) -> None:
+        """List ``merged`` in place of the ``replaced`` segments and retire them: the
+        compaction commit point."""
+        async with self._commit_lock:
+            self._check()
+            await self._publish(self._record.compacted(partition, replaced, merged, time.time()))
+            self.metrics.compactions += 1
+
+    async def sweep_retired(self) -> list[str]:
+        """Delete retired segments past the grace period that no snapshot of this process
+        pins, then publish a ``_txn`` without them.
+
+        Returns:
+            The ``partition/segment`` paths deleted.
+        """
+        async with self._commit_lock:
+            self._check()
+            if not self._record.retired:
+                return []
+            deleted = await anyio.to_thread.run_sync(
+                sweep_retired,
+                self.path,
+                self._record,
+                self.settings.compaction.grace_seconds,
+                self.pins.is_pinned,
+            )
+            if deleted:
+                await self._publish(self._record.without_retired(deleted))
+                self.metrics.segments_deleted += len(deleted)
+            return deleted
+
+    async def eligible_segments(
+        self, partition: str, idle_seconds: float | None, seal: bool
+    ) -> int:
+        """How many leading segments of ``partition`` compaction may take: the sealed ones,
+        and the newest when the partition is idle (``idle_seconds``; None: now) with every
+        row group it was given committed. With ``seal``, that newest one is sealed: the
+        partition's next row group starts a new segment."""
+        async with self._lock:
+            segments = self._record.partitions.get(partition, ())
+            live = self._active.get(partition)
+            if live is None or not segments or live.path.name != segments[-1].name:
+                return len(segments)
+            buffer = self._buffers.get(partition)
+            settled = self._assigned[partition] == live.last_commit.num_row_groups and not (
+                buffer is not None and (buffer.pending_rows or buffer.encoded)
+            )
+            quiet = time.monotonic() - self._last_rows.get(partition, -math.inf)
+            if not settled or (idle_seconds is not None and quiet < idle_seconds):
+                return len(segments) - 1
+            if seal:
+                del self._active[partition]
+                await live.close()
+            return len(segments)
+
+    @property
+    def is_open(self) -> bool:
+        """Not closed, and no commit failed."""
+        return not self._closed and self._poisoned is None
+
+    async def compaction_status(
+        self, policy: CompactionPolicy | None = None
+    ) -> list[PartitionStatus]:
+        """The background compactor's decision for each partition, with its reasons (the
+        table's policy, or ``policy``)."""
+        self._check()
+        policy = policy or self.settings.compaction
+        return [
+            await partition_status(self, name, policy, explicit=False, seal=False)
+            for name in sorted(self._record.partitions)
+        ]
+
+    async def compact(
+        self,
+        partition: str | None = None,
+        *,
+        policy: CompactionPolicy | None = None,
+        hook: StepHook | None = None,
+    ) -> list[CompactionResult]:
+        """Compact every partition (or ``partition``) that merging improves, now: idle or
+        not, a partition's newest segment is taken (sealed: its next rows start a new
+        segment) once all its row groups are committed.
+
+        Returns:
+            What was compacted.
+
+        Raises:
+            ConfigError: an unknown partition.
+            StreamwriteIOError: the ``_txn`` publish failed (the table is poisoned).
+        """
+        self._check()
+        if partition is not None and partition not in self._record.partitions:
+            raise ConfigError(f"The table {str(self.path)!r} has no partition {partition!r}.")
+        names = [partition] if partition else sorted(self._record.partitions)
+        policy = policy or self.settings.compaction
+        return await compact_table(self, names, policy, explicit=True, hook=hook)
+
+    # -- reading and lifecycle --------------------------------------------------------------
+
+    def snapshot(self) -> TableSnapshot:
+        """Pin the newest committed version (readable while appends and compaction go on).
+
+        Release it (``with table.snapshot() as snap:`` or ``snap.release()``) when done:
+        until then compaction keeps every segment it reads.
+        """
+        return snapshot_of(self.path, self._record, self.pins)
+
+    @property
+    def record(self) -> TxnRecord:
+        """The newest committed ``_txn`` record."""
+        return self._record
+
+    @property
+    def timestamp(self) -> str | None:
+        """The designated timestamp column."""
+        return self._record.timestamp
+
+    @property
+    def version(self) -> int:
+        """The ``_txn`` version of the newest commit."""
+        return self._record.version
+
+    async def __aenter__(self) -> Table:
+        self._task_group = anyio.create_task_group()
+        await self._task_group.__aenter__()
+        send, receive = anyio.create_memory_object_stream[Unit](1)
+        self._send = send
+        self._task_group.start_soon(self._committer, receive)
+        if self.settings.commit_interval is not None:
+            self._task_group.start_soon(self._timer)
+        if self.settings.compaction_interval is not None:
+            self._task_group.start_soon(run_compactor, self)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        try:
+            await self.close()
+        finally:
+            if self._task_group is not None:
+                self._task_group.cancel_scope.cancel()
+                await self._task_group.__aexit__(None, None, None)
+                self._task_group = None
+
+    async def close(self) -> None:
+        """Commit what is buffered, wait for background commits, close every partition."""
+        if self._closed:
+            return
+        try:
+            if self._poisoned is None:
+                await self.flush()
+        finally:
+            self._closed = True
+            if self._send is not None:
+                await self._send.aclose()
+                self._send = None
+            try:
+                for live in (*self._sealed, *self._active.values()):
+                    await live.close()
+                if self._owns_executor:
+                    await self.executor.aclose()
+            finally:
+                self._lock_file.release()
