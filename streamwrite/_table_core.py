@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -91,8 +90,10 @@ class Table:
         self._buffered_rows = 0
         self._buffered_bytes = 0
         self._last_commit = time.monotonic()
+        self._opened = time.monotonic()
         self._last_rows: dict[str, float] = {}
-        """When rows last came for each partition (monotonic): compaction waits for idle."""
+        """When rows last came for each partition (monotonic; default when the table was
+        opened): background compaction waits for ``idle_seconds`` after it."""
         self.segment_infos: dict[tuple[str, str, int], SegmentInfo] = {}
         """Compaction's cache: (partition, segment, committed size) -> what it holds."""
         self.compaction_lock = anyio.Lock()
@@ -428,7 +429,7 @@ class Table:
             settled = self._assigned[partition] == live.last_commit.num_row_groups and not (
                 buffer is not None and (buffer.pending_rows or buffer.encoded)
             )
-            quiet = time.monotonic() - self._last_rows.get(partition, -math.inf)
+            quiet = time.monotonic() - self._last_rows.get(partition, self._opened)
             if not settled or (idle_seconds is not None and quiet < idle_seconds):
                 return len(segments) - 1
             if seal:
@@ -442,14 +443,15 @@ class Table:
         return not self._closed and self._poisoned is None
 
     async def compaction_status(
-        self, policy: CompactionPolicy | None = None
+        self, policy: CompactionPolicy | None = None, *, explicit: bool = False
     ) -> list[PartitionStatus]:
-        """The background compactor's decision for each partition, with its reasons (the
-        table's policy, or ``policy``)."""
+        """The compaction decision for each partition, with its reasons: the background
+        compactor's, or with ``explicit`` what :meth:`compact` would do now (the table's
+        policy, or ``policy``). Nothing is sealed or written."""
         self._check()
         policy = policy or self.settings.compaction
         return [
-            await partition_status(self, name, policy, explicit=False, seal=False)
+            await partition_status(self, name, policy, explicit=explicit, seal=False)
             for name in sorted(self._record.partitions)
         ]
 

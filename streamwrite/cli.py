@@ -1,5 +1,6 @@
-"""Command line: ``streamwrite inspect FILE|DIR [--json]``, ``streamwrite verify FILE|DIR`` and
-``streamwrite recover DIR [--apply]`` (a DIR is a live file: data.parquet + _pm).
+"""Command line: ``streamwrite inspect FILE|DIR [--json]``, ``streamwrite verify FILE|DIR``,
+``streamwrite recover DIR [--apply]`` (a DIR is a live file: data.parquet + _pm) and
+``streamwrite compact TABLE [--partition P] [--status]`` (a table directory with ``_txn``).
 
 Exit status: 0 on success, 1 when ``verify`` finds a problem, 2 when the file cannot be read
 or the arguments are wrong.
@@ -324,6 +325,60 @@ def _verify(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def _policy(args: argparse.Namespace) -> Any:
+    from streamwrite.compaction import CompactionPolicy
+
+    options: dict[str, Any] = {"sort_by_timestamp": args.sort}
+    if args.target_rows is not None:
+        options["target_row_group_rows"] = args.target_rows
+    if args.grace is not None:
+        options["grace_seconds"] = args.grace
+    return CompactionPolicy(**options)
+
+
+def _compact(args: argparse.Namespace) -> int:
+    import anyio
+
+    from streamwrite.table import open_table
+
+    policy = _policy(args)
+
+    async def run() -> list[Any]:
+        table = await open_table(args.table, compaction=policy, compaction_interval=None)
+        try:
+            if args.status:
+                return await table.compaction_status(explicit=True)
+            return await table.compact(args.partition)
+        finally:
+            await table.close()
+
+    outcome = anyio.run(run)
+    if args.json:
+        print(json.dumps([_jsonable(item) for item in outcome], indent=2))
+    elif args.status:
+        for status in outcome:
+            verdict = f"compact {', '.join(status.merge)}" if status.compact else "leave"
+            print(f"{status.partition}: {verdict}")
+            for reason in status.reasons:
+                print(f"  {reason}")
+    elif not outcome:
+        print(f"{args.table}: nothing to compact")
+    for result in [] if args.status or args.json else outcome:
+        print(
+            f"{result.partition}: {len(result.merged)} segment(s), {result.bytes_before:,} bytes "
+            f"-> {result.segment.name}, {result.segment.size:,} bytes; {result.num_rows:,} rows; "
+            f"{result.raw_row_groups} row groups copied raw, {result.reencoded_row_groups} "
+            f"re-encoded; {result.seconds:.2f} s"
+        )
+    return 0
+
+
+def _jsonable(item: Any) -> Any:
+    from dataclasses import asdict
+
+    return asdict(item)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = argparse.ArgumentParser(prog="streamwrite", description=__doc__.splitlines()[0])
@@ -342,6 +397,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     recover.add_argument("--apply", action="store_true", help="truncate torn tails, rebuild _pm")
     _add_key_options(recover)
     recover.set_defaults(run=_recover)
+    compact = sub.add_parser(
+        "compact", help="merge a table's small segments (the table's writer lock is taken)"
+    )
+    compact.add_argument("table", help="a table directory (_txn + partitions)")
+    compact.add_argument("--partition", help="only this partition")
+    compact.add_argument("--status", action="store_true", help="only show the decision")
+    compact.add_argument("--sort", action="store_true", help="sort merged rows by timestamp")
+    compact.add_argument("--target-rows", type=int, help="rows per merged row group")
+    compact.add_argument("--grace", type=float, help="seconds old segments stay for readers")
+    compact.add_argument("--json", action="store_true", help="print JSON")
+    compact.set_defaults(run=_compact)
     args = parser.parse_args(argv)
     try:
         status: int = args.run(args)

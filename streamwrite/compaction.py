@@ -220,8 +220,10 @@ def plan_partition(
 ) -> PartitionStatus:
     """Decide whether and what to compact (rules in the module docstring; no I/O).
 
-    With ``force`` (an explicit ``compact()``), any eligible run that merging improves is
-    compacted: two or more segments, or one with small row groups or dead bytes.
+    A run is only merged when that improves it: it spans two or more segments, holds two
+    or more small row groups (merging leaves at most one, at its end), or passes a
+    dead-byte or row-group limit. With ``force`` (an explicit ``compact()``) an improvable
+    run is merged whatever the thresholds say.
     """
     candidates = segments[:eligible]
     limits = [reason for info in candidates for reason in _needs_work(info, target_rows, policy)]
@@ -231,23 +233,22 @@ def plan_partition(
         for i, info in enumerate(candidates)
         if num_small[i] or _needs_work(info, target_rows, policy)
     ]
+    run = range(work[0], work[-1] + 1) if work else range(0)
+    improves = len(run) >= 2 or sum(num_small[i] for i in run) >= 2 or bool(limits)
     reasons = list(limits)
     if sum(num_small) >= policy.min_small_row_groups:
         reasons.append(
             f"{sum(num_small)} small row groups (< {policy.small_fraction:g} x {target_rows:,} "
             f"rows) in {len(candidates)} eligible segment(s), limit {policy.min_small_row_groups}"
         )
-    if force and not reasons and work:
+    if force and not reasons and improves:
         reasons.append("compact() was asked for")
-    if not work or not reasons or (force and len(candidates) == 1 and not work):
-        merge: tuple[str, ...] = ()
-    else:
-        merge = tuple(c.name for c in candidates[work[0] : work[-1] + 1])
-    if not reasons:
-        reasons.append(
+    merge = tuple(candidates[i].name for i in run) if reasons and improves else ()
+    if not merge:
+        reasons = [
             f"nothing to do: {sum(num_small)} small row groups in {len(candidates)} eligible "
             f"segment(s) (limit {policy.min_small_row_groups}), dead bytes under the limits"
-        )
+        ]
     return PartitionStatus(partition, segments, eligible, bool(merge), tuple(reasons), merge)
 
 
@@ -255,12 +256,23 @@ def plan_partition(
 
 
 class _Merger:
-    """Feeds a new segment: raw row groups as they are, small ones merged and re-encoded."""
+    """Feeds a new segment, in row order: row groups at the target size raw, small ones
+    merged and re-encoded.
 
-    def __init__(self, table: Table, live: LiveFile, target_rows: int, sort: bool) -> None:
+    Small rows are held back until they make a row group of ``target_rows``. A full-size
+    row group arriving behind held-back rows: if those are not small themselves they become
+    a row group and the full one is copied raw; else the full one is decoded and joins them
+    in one row group (at most ``(1 + small_fraction) * target_rows``), so that one small
+    commit does not force everything after it through the encoder.
+    """
+
+    def __init__(
+        self, table: Table, live: LiveFile, target_rows: int, small_rows: float, sort: bool
+    ) -> None:
         self._table = table
         self._live = live
         self._target_rows = target_rows
+        self._small_rows = small_rows
         self._sort = sort
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
@@ -274,15 +286,29 @@ class _Merger:
         self.raw += 1
         await self._commit_if_due()
 
-    async def add_rows(self, rows: pa.Table) -> None:
+    async def add_rows(self, rows: pa.Table, *, absorb: bool = False) -> None:
+        """Hold ``rows`` back (``absorb``: a full row group joining held-back small rows,
+        encoded with them as one)."""
         self._pending.append(rows)
         self._pending_rows += rows.num_rows
-        while not self._sort and self._pending_rows >= self._target_rows:
+        if self._sort:
+            return
+        if absorb:
+            await self._encode_pending(self._pending_rows)
+        while self._pending_rows >= self._target_rows:
             await self._encode_pending(self._target_rows)
 
-    @property
-    def has_pending_rows(self) -> bool:
-        return self._pending_rows > 0
+    def can_take_raw(self) -> bool:
+        """A full row group may be copied raw now (held-back rows, if any, are flushed
+        first because they are not small)."""
+        return not self._sort and (
+            self._pending_rows == 0 or self._pending_rows >= self._small_rows
+        )
+
+    async def flush_held_back(self) -> None:
+        """Encode the held-back rows as one row group (before a raw one)."""
+        if self._pending_rows:
+            await self._encode_pending(self._pending_rows)
 
     async def _encode_pending(self, num_rows: int) -> None:
         rows = pa.concat_tables(self._pending)
@@ -354,18 +380,15 @@ async def compact_partition(
     decryption = None if table.encryption is None else decryption_for(table.encryption)
     step("write")
     live = await table.new_segment(partition)
-    merger = _Merger(table, live, target_rows, policy.sort_by_timestamp)
+    small_rows = policy.small_fraction * target_rows
+    merger = _Merger(table, live, target_rows, small_rows, policy.sort_by_timestamp)
     attempted = False  # the swap was tried: _txn may list the new segment now
     try:
         for info in infos:
             directory = table.path / partition / info.name
             for index, rows in enumerate(info.row_group_rows):
-                raw = (
-                    not info.encrypted
-                    and not policy.sort_by_timestamp
-                    and not merger.has_pending_rows
-                    and not _small(rows, target_rows, policy)
-                )
+                full = rows >= small_rows
+                raw = full and not info.encrypted and merger.can_take_raw()
                 if raw:
                     try:
                         row_group = await anyio.to_thread.run_sync(
@@ -374,13 +397,13 @@ async def compact_partition(
                     except UnsupportedError:
                         raw = False
                     else:
+                        await merger.flush_held_back()
                         await merger.add_raw(row_group)
                 if not raw:
-                    await merger.add_rows(
-                        await anyio.to_thread.run_sync(
-                            _read_row_group, directory, info.size, index, decryption
-                        )
+                    decoded = await anyio.to_thread.run_sync(
+                        _read_row_group, directory, info.size, index, decryption
                     )
+                    await merger.add_rows(decoded, absorb=full)
         size = await merger.finish(table.timestamp)
         await live.close()
         step("swap")

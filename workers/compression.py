@@ -35,7 +35,7 @@ exception a codec library raises.
 
 from __future__ import annotations
 
-import functools
+import threading
 import zlib
 from collections.abc import Callable
 
@@ -64,14 +64,24 @@ _HADOOP_PREFIX_SIZE = 8
 _BytesLike = bytes | bytearray | memoryview
 
 
-@functools.lru_cache(maxsize=32)
+_ZSTD = threading.local()
+"""Per-thread zstd contexts: a context is not thread-safe (sharing one across the threads of
+a table's ingest and compaction corrupted output and crashed the interpreter)."""
+
+
 def _zstd_compressor(level: int) -> zstandard.ZstdCompressor:
-    return zstandard.ZstdCompressor(level=level)
+    compressors: dict[int, zstandard.ZstdCompressor] = _ZSTD.__dict__.setdefault("c", {})
+    compressor = compressors.get(level)
+    if compressor is None:
+        compressor = compressors[level] = zstandard.ZstdCompressor(level=level)
+    return compressor
 
 
-@functools.lru_cache(maxsize=1)
 def _zstd_decompressor() -> zstandard.ZstdDecompressor:
-    return zstandard.ZstdDecompressor()
+    decompressor: zstandard.ZstdDecompressor | None = _ZSTD.__dict__.get("d")
+    if decompressor is None:
+        decompressor = _ZSTD.d = zstandard.ZstdDecompressor()
+    return decompressor
 
 
 def compress(

@@ -7,6 +7,7 @@ import struct
 from pathlib import Path
 
 import cramjam
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import zstandard
@@ -196,3 +197,29 @@ def test_lz4_files(name: str) -> None:
         if isinstance(first, str):
             assert first.encode() in chunk_out
     assert pages >= md.num_columns
+
+
+def test_zstd_is_safe_from_several_threads() -> None:
+    """Regression: one cached ZstdCompressor shared by threads failed ("Src size is
+    incorrect") when a table's compaction encoded beside its ingest."""
+    import threading
+
+    rng = np.random.default_rng(7)
+    pages = [rng.integers(0, 50, 20_000 + i, dtype=np.int64).tobytes() for i in range(8)]
+    errors: list[BaseException] = []
+
+    def work(page: bytes) -> None:
+        try:
+            for _ in range(40):
+                packed = compress(CompressionCodec.ZSTD, page)
+                back = decompress(CompressionCodec.ZSTD, packed, len(page), max_size=len(page))
+                assert back == page
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(page,)) for page in pages]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors[0]
