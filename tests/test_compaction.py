@@ -196,9 +196,9 @@ def _third_party_read(tmp_path: Path, record: TxnRecord, path: Path, expected: p
         target = check / f"{name.replace('/', '_')}.parquet"
         target.write_bytes(data)
         table = streamwrite.read_table(target)
-        with pa.OSFile(str(target.with_suffix(".arrow")), "wb") as sink:
-            with pa.ipc.new_file(sink, table.schema) as writer:
-                writer.write_table(table)
+        arrow_path = str(target.with_suffix(".arrow"))
+        with pa.OSFile(arrow_path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
     script = ROOT / "tests" / "interop" / "read_check.py"
     out = subprocess.run(
         [sys.executable, str(script), str(check), "pyarrow", "duckdb", "polars"],
