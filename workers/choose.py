@@ -90,6 +90,11 @@ def _sampled_low_cardinality(values: Any, physical_type: Type) -> bool:
     return _distinct_ratio(leading, physical_type) <= MAX_DICTIONARY_RATIO
 
 
+def _num_distinct_sorted(values: npt.NDArray[np.integer]) -> int:
+    """Distinct values of a non-decreasing array: one more than its steps."""
+    return 1 + int(np.count_nonzero(values[1:] != values[:-1]))
+
+
 def _pays_off(distinct: Any, count: int, physical_type: Type) -> bool:
     """For fixed-width numbers: dictionary page + indices at most DICTIONARY_GAIN of PLAIN."""
     width = _NUMERIC_WIDTH[physical_type]
@@ -153,6 +158,8 @@ def choose_encodings(
     may_pay_off = physical_type in _NUMERIC_WIDTH and not sorted_ints
     if count <= SMALL_CHUNK_SIZE:
         # Small chunks (live-file commits): encode once and decide on the real dictionary.
+        if sorted_ints and _num_distinct_sorted(values) > MAX_DICTIONARY_RATIO * count:
+            return EncodingChoice(False, fallback)  # the same decision, without hashing
         distinct, indices = dictionary_encode(values, physical_type)
         if count_values(distinct) <= MAX_DICTIONARY_RATIO * count or (
             may_pay_off and _pays_off(distinct, count, physical_type)
