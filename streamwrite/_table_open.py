@@ -46,22 +46,29 @@ __all__ = [
 ]
 
 LOCK_FILE = "_lock"
+LOCK_POLL_SECONDS = 0.05
 
 
 class TableLock:
     """``flock`` on ``<table>/_lock``: one writer per table (readers never lock)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, timeout_seconds: float = 0.0) -> None:
         self._fd: int | None = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            os.close(self._fd)
-            self._fd = None
-            raise StreamwriteIOError(
-                f"The table {str(directory)!r} is open for writing elsewhere (its {LOCK_FILE} "
-                "is locked); one writer per table."
-            ) from exc
+        deadline = time.monotonic() + timeout_seconds
+        while True:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError as exc:
+                if time.monotonic() < deadline:
+                    time.sleep(LOCK_POLL_SECONDS)
+                    continue
+                os.close(self._fd)
+                self._fd = None
+                raise StreamwriteIOError(
+                    f"The table {str(directory)!r} is open for writing elsewhere (its "
+                    f"{LOCK_FILE} is locked; waited {timeout_seconds:g} s); one writer per table."
+                ) from exc
 
     def release(self) -> None:
         """Unlock (idempotent)."""

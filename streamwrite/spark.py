@@ -31,6 +31,11 @@ Per micro-batch the sink:
    failed commit never leaves a poisoned table behind: the next call reopens and rolls back;
 5. logs the commit (logger ``streamwrite.spark``): rows, table version, skipped.
 
+Compaction. The sink holds the table only for the length of one batch, so it never
+compacts; run ``streamwrite compact TABLE`` (e.g. from cron) or :meth:`Table.compact`
+beside the query. A batch that finds the table locked by compaction waits for the lock
+(``SINK_LOCK_TIMEOUT_SECONDS``, or ``lock_timeout=`` among the table options).
+
 Schema. A table that exists keeps its schema: batch columns are matched by name (order may
 differ; missing or extra columns are a :class:`SchemaError`) and cast where the types differ
 (Spark timestamps arrive zoned, ``timestamp[us, tz=...]``; classic pyspark 4 labels them UTC
@@ -185,6 +190,11 @@ def _applied_batch_id(path: Path, app_id: str) -> int | None:
     return decode_txn(data).applied.get(app_id)
 
 
+SINK_LOCK_TIMEOUT_SECONDS = 600.0
+"""How long a micro-batch waits for the table's writer lock (held by ``streamwrite compact``
+or another writer) before failing; ``lock_timeout=`` in the table options overrides it."""
+
+
 async def _append_batch(
     path: Path,
     batch: pa.Table,
@@ -200,7 +210,8 @@ async def _append_batch(
     """
     exists = (path / TXN_FILE).exists()
     create_schema = None if exists else (schema or table_schema_for(batch.schema))
-    table = await open_table(path, create_schema, **table_options)
+    options = {"lock_timeout": SINK_LOCK_TIMEOUT_SECONDS, **table_options}
+    table = await open_table(path, create_schema, **options)
     try:
         commit = await table.append(conform(batch, table.schema), app_id=app_id, batch_id=batch_id)
     finally:

@@ -84,6 +84,7 @@ async def open_table(
     segment_row_groups: int = 128,
     compaction: CompactionPolicy | None = None,
     compaction_interval: float | None = 60.0,
+    lock_timeout: float = 0.0,
     encryption: FileEncryption | None = None,
     **write_options: Any,
 ) -> Table:
@@ -107,6 +108,8 @@ async def open_table(
             (:class:`~streamwrite.compaction.CompactionPolicy`; its defaults otherwise).
         compaction_interval: seconds between background compaction rounds inside
             ``async with`` (None: only :meth:`Table.compact`).
+        lock_timeout: seconds to wait for another writer (or ``streamwrite compact``) to
+            close the table; 0 fails at once.
         encryption: encrypts every partition (each its own live file with its own
             ``aad_file_unique``; data keys come from the key source, see
             :class:`~streamwrite.encryption.FileEncryption`). Reopening an encrypted table
@@ -160,7 +163,9 @@ async def open_table(
         make_write_options(schema.names, **write_options)  # validate before creating anything
         arrow_to_parquet(schema)
     directory.mkdir(parents=True, exist_ok=True)
-    lock = TableLock(directory)
+    if not (lock_timeout >= 0 and math.isfinite(lock_timeout)):
+        raise ConfigError(f"lock_timeout must be a number of seconds >= 0, got {lock_timeout!r}.")
+    lock = await anyio.to_thread.run_sync(TableLock, directory, lock_timeout)
     try:
         return await _open_locked(
             directory,

@@ -124,3 +124,25 @@ def test_snapshot_pins_until_released(tmp_path: Path) -> None:
 
     _run(go)
     assert [s.name for s in _record(path).partitions["all"]] == ["seg-000000", "seg-000001"]
+
+
+def test_a_second_writer_waits_for_the_lock_when_asked(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+
+    async def go() -> None:
+        table = await open_table(path, TABLE.schema)
+        async with anyio.create_task_group() as tg:
+
+            async def later_close() -> None:
+                await anyio.sleep(0.3)
+                await table.close()
+
+            tg.start_soon(later_close)
+            started = anyio.current_time()
+            waiting = await open_table(path, lock_timeout=10)
+            assert anyio.current_time() - started >= 0.25
+            await waiting.close()
+        with pytest.raises(ConfigError, match="lock_timeout"):
+            await open_table(path, lock_timeout=-1)
+
+    _run(go)
