@@ -119,9 +119,7 @@ def test_policy_checks_its_values() -> None:
 # -- compacting tables -------------------------------------------------------------------------
 
 
-def _small_commits(
-    path: Path, table: pa.Table, num_commits: int, **options: Any
-) -> list[pa.Table]:
+def _small_commits(path: Path, table: pa.Table, num_commits: int, **options: Any) -> list[pa.Table]:
     """A table of ``num_commits`` idempotent commits; returns the batches."""
     size = table.num_rows // num_commits
     batches = [table.slice(i * size, size) for i in range(num_commits)]
