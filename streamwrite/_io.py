@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from streamwrite.errors import StreamwriteError, StreamwriteIOError
+from streamwrite.errors import StreamwriteIOError
 from streamwrite.layout.actions import Action, Fsync, LiveFileName, Truncate, WriteAt
 
 __all__ = ["ActionHook", "LiveFileIO", "fsync_directory"]
@@ -54,7 +54,7 @@ class LiveFileIO:
             fcntl.flock(self._fds[LiveFileName.PM], fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             self.close()
-            raise StreamwriteError(
+            raise StreamwriteIOError(
                 f"The live file {str(directory)!r} is open for writing elsewhere."
             ) from None
         except OSError as exc:

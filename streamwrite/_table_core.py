@@ -77,8 +77,9 @@ class Table:
         self._assigned = {name: live.last_commit.num_row_groups for name, live in active.items()}
         """Row groups of each newest segment, committed or encoded for it: the next one's
         ordinal (encrypted tables) and when to start a new segment."""
-        self._sealed: set[LiveFile] = set()
-        """Segments replaced as newest, closed once the commits encoded for them are done."""
+        self._sealed: dict[LiveFile, int] = {}
+        """Segments replaced as newest, with the row groups they will hold: each is closed when
+        its last queued commit is done (and until then compaction leaves it alone)."""
         self._next_segment = segment_numbers(path, record)
         self._lock_file = lock
         self.executor = executor
@@ -117,8 +118,10 @@ class Table:
         if live is not None and self._assigned[name] < self.settings.segment_row_groups:
             return live
         created = await self.new_segment(name)
-        if live is not None:
-            self._sealed.add(live)
+        if live is not None and live.last_commit.num_row_groups == self._assigned[name]:
+            await live.close()  # all its row groups are committed
+        elif live is not None:
+            self._sealed[live] = self._assigned[name]  # closed by its last commit
         self._active[name] = created
         self._assigned[name] = 0
         self.metrics.segments_created += 1
@@ -312,12 +315,13 @@ class Table:
             return TableCommit(record.version, unit.num_rows, dict(record.partitions))
 
     async def _close_sealed(self, unit: Unit) -> None:
-        """Close sealed segments this unit wrote to: units commit in encode order, so no
-        later unit has row groups for them."""
+        """Close the sealed segments this unit wrote to that hold all their row groups now
+        (a segment's row groups may span several queued units)."""
         for parts in unit.parts.values():
             for live, _ in parts:
-                if live in self._sealed:
-                    self._sealed.discard(live)
+                final = self._sealed.get(live)
+                if final is not None and live.last_commit.num_row_groups == final:
+                    del self._sealed[live]
                     await live.close()
 
     async def _submit(self, unit: Unit, *, wait: bool) -> TableCommit | None:
@@ -415,27 +419,29 @@ class Table:
 
     async def eligible_segments(
         self, partition: str, idle_seconds: float | None, seal: bool
-    ) -> int:
-        """How many leading segments of ``partition`` compaction may take: the sealed ones,
-        and the newest when the partition is idle (``idle_seconds``; None: now) with every
-        row group it was given committed. With ``seal``, that newest one is sealed: the
-        partition's next row group starts a new segment."""
+    ) -> tuple[tuple[Segment, ...], int]:
+        """The partition's segments now, and how many leading ones compaction may take: those
+        no commit will touch again, plus the newest when the partition is idle
+        (``idle_seconds``; None: now) with every row group it was given committed. With
+        ``seal``, that newest one is sealed: the partition's next row group starts a new
+        segment."""
         async with self._lock:
             segments = self._record.partitions.get(partition, ())
+            busy = {live.path.name for live in self._sealed if live.path.parent.name == partition}
             live = self._active.get(partition)
-            if live is None or not segments or live.path.name != segments[-1].name:
-                return len(segments)
-            buffer = self._buffers.get(partition)
-            settled = self._assigned[partition] == live.last_commit.num_row_groups and not (
-                buffer is not None and (buffer.pending_rows or buffer.encoded)
-            )
-            quiet = time.monotonic() - self._last_rows.get(partition, self._opened)
-            if not settled or (idle_seconds is not None and quiet < idle_seconds):
-                return len(segments) - 1
-            if seal:
-                del self._active[partition]
-                await live.close()
-            return len(segments)
+            if live is not None:
+                buffer = self._buffers.get(partition)
+                settled = self._assigned[partition] == live.last_commit.num_row_groups and not (
+                    buffer is not None and (buffer.pending_rows or buffer.encoded)
+                )
+                quiet = time.monotonic() - self._last_rows.get(partition, self._opened)
+                if not settled or (idle_seconds is not None and quiet < idle_seconds):
+                    busy.add(live.path.name)
+                elif seal:
+                    del self._active[partition]
+                    await live.close()
+            eligible = next((i for i, s in enumerate(segments) if s.name in busy), len(segments))
+            return segments, eligible
 
     @property
     def is_open(self) -> bool:

@@ -432,22 +432,36 @@ async def compact_partition(
 # -- driving it from a table -------------------------------------------------------------
 
 
+async def _segment_info(table: Table, partition: str, segment: Segment) -> SegmentInfo:
+    """A segment's info, cached per committed size (sealed segments never change)."""
+    key = (partition, segment.name, segment.size)
+    info = table.segment_infos.get(key)
+    if info is None:
+        decryption = None if table.encryption is None else decryption_for(table.encryption)
+        directory = table.path / partition / segment.name
+        info = await anyio.to_thread.run_sync(segment_info, directory, segment.size, decryption)
+        table.segment_infos[key] = info
+    return info
+
+
 async def partition_status(
     table: Table, partition: str, policy: CompactionPolicy, *, explicit: bool, seal: bool
 ) -> PartitionStatus:
     """The decision for ``partition`` now (``explicit``: a ``compact()`` call, which takes
     the newest segment without waiting for ``idle_seconds``; ``seal``: seal it if taken)."""
     idle = None if explicit else policy.idle_seconds
-    eligible = await table.eligible_segments(partition, idle, seal)
-    decryption = None if table.encryption is None else decryption_for(table.encryption)
-    infos = []
-    for segment in table.record.partitions[partition]:
-        key = (partition, segment.name, segment.size)
-        if key not in table.segment_infos:
-            table.segment_infos[key] = await anyio.to_thread.run_sync(
-                segment_info, table.path / partition / segment.name, segment.size, decryption
-            )
-        infos.append(table.segment_infos[key])
+    newest = table.record.partitions[partition][-1]
+    if idle is not None and _needs_work(
+        await _segment_info(table, partition, newest),
+        policy.target_row_group_rows or table.options.row_group_size,
+        policy,
+    ):
+        idle = None  # past a dead-byte or row-group limit: take it without waiting
+    segments, eligible = await table.eligible_segments(partition, idle, seal)
+    infos = [await _segment_info(table, partition, segment) for segment in segments]
+    current = {(partition, segment.name, segment.size) for segment in segments}
+    for key in [k for k in table.segment_infos if k[0] == partition and k not in current]:
+        del table.segment_infos[key]  # older sizes of the newest segment, retired segments
     target = policy.target_row_group_rows or table.options.row_group_size
     return plan_partition(partition, tuple(infos), eligible, target, policy, force=explicit)
 

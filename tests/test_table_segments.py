@@ -40,6 +40,11 @@ def test_segments_roll_over_and_read_back_in_order(tmp_path: Path) -> None:
             for i in range(7):  # 7 commits of 2 row groups: segments of 3, 3, 3, 3, 2
                 await table.append(TABLE.slice(200 * i, 200), app_id="a", batch_id=i)
             assert table.metrics.segments_created == 5
+            for n in range(4):  # sealed segments are closed: their writer lock is free
+                async with await streamwrite.LiveFile.open(path / "all" / f"seg-{n:06d}"):
+                    pass
+            with pytest.raises(StreamwriteIOError):  # the newest one is open
+                await streamwrite.LiveFile.open(path / "all" / "seg-000004")
 
     _run(go)
     segments = _record(path).partitions["all"]
@@ -146,3 +151,26 @@ def test_a_second_writer_waits_for_the_lock_when_asked(tmp_path: Path) -> None:
             await open_table(path, lock_timeout=-1)
 
     _run(go)
+
+
+def test_background_commits_lagging_behind_a_roll_over(tmp_path: Path) -> None:
+    """Regression: a unit holding a segment's first row group committed after the next
+    row group had rolled the partition over, closed the segment while the unit holding its
+    second row group was still queued ("The live file ... is closed")."""
+    path = tmp_path / "t"
+
+    async def go() -> None:
+        async with await open_table(
+            path,
+            TABLE.schema,
+            segment_row_groups=2,
+            row_group_size=100,
+            commit_rows=100,
+            compaction_interval=None,
+        ) as table:
+            for i in range(40):
+                await table.append(TABLE.slice(i * 50, 50))
+
+    _run(go)
+    assert streamwrite.read_table(path).equals(TABLE.slice(0, 2000))
+    assert len(_record(path).partitions["all"]) == 10
