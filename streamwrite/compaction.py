@@ -25,7 +25,7 @@ Steps of one compaction (each a kill point the crash test covers)::
                 small ones are decoded, concatenated (optionally sorted by the designated
                 timestamp) and re-encoded by the table's executor; encrypted segments are
                 always re-encoded, which re-encrypts them under seg-N's own keys and ordinals;
-                committed every few row groups (fsynced)
+                committed (fsynced) every COMMIT_BYTES of encoded data and at the end
     swap        under the commit lock: a new _txn lists seg-N in place of the run and retires
                 the run's segments with the time: the switch is atomic for readers
     sweep       retired segments past grace_seconds that no snapshot of this process pins
@@ -78,8 +78,10 @@ __all__ = [
     "segment_info",
 ]
 
-COMMIT_ROW_GROUPS = 4
-"""Row groups per commit of the segment compaction writes (each commit fsyncs)."""
+COMMIT_BYTES = 64 << 20
+"""Encoded bytes held before the segment compaction writes commits them (bounds memory). A
+commit leaves its footer behind as dead bytes; at this size they stay a small share of the
+segment, so a merged segment does not qualify for compaction again by its own footers."""
 
 StepHook = Callable[[str], None]
 """Called with the name of each compaction step as it starts: ``write``, ``swap``, ``sweep``,
@@ -334,7 +336,8 @@ class _Merger:
             await self._encode_pending(min(self._target_rows, self._pending_rows))
 
     async def _commit_if_due(self, final: bool = False) -> None:
-        if len(self._encoded) >= COMMIT_ROW_GROUPS or (final and self._encoded):
+        held = sum(len(chunk.data) for chunks, _ in self._encoded for chunk in chunks)
+        if held >= COMMIT_BYTES or (final and self._encoded):
             await self._live.commit_encoded(self._encoded)
             self._num_row_groups += len(self._encoded)
             self._encoded = []
