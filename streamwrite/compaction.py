@@ -39,6 +39,7 @@ before the swap must finish within ``grace_seconds``.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable
@@ -274,7 +275,8 @@ class _Merger:
         self._table = table
         self._live = live
         self._target_rows = target_rows
-        self._small_rows = small_rows
+        self.small_rows = small_rows
+        """Row groups with fewer rows are small."""
         self._sort = sort
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
@@ -303,9 +305,7 @@ class _Merger:
     def can_take_raw(self) -> bool:
         """A full row group may be copied raw now (held-back rows, if any, are flushed
         first because they are not small)."""
-        return not self._sort and (
-            self._pending_rows == 0 or self._pending_rows >= self._small_rows
-        )
+        return not self._sort and (self._pending_rows == 0 or self._pending_rows >= self.small_rows)
 
     async def flush_held_back(self) -> None:
         """Encode the held-back rows as one row group (before a raw one)."""
@@ -349,18 +349,38 @@ class _Merger:
         return self._live.last_commit.parquet_size
 
 
-def _read_row_group(directory: Path, size: int, index: int, decryption: Any) -> pa.Table:
-    with ParquetFile(directory, snapshot=size, decryption=decryption) as pf:
-        return pf.read_row_group(index)
+def _raw_row_group(pf: ParquetFile, index: int, size: int) -> EncodedRowGroup:
+    row_group = (pf.metadata.row_groups or [])[index]
+    chunks = copy_row_group(
+        lambda offset, n: bytes(pf.read_bytes(offset, n)), row_group, file_size=size
+    )
+    return chunks, row_group.num_rows or 0
 
 
-def _raw_row_group(directory: Path, size: int, index: int) -> EncodedRowGroup:
-    with ParquetFile(directory, snapshot=size) as pf:
-        row_group = (pf.metadata.row_groups or [])[index]
-        chunks = copy_row_group(
-            lambda offset, n: bytes(pf.read_bytes(offset, n)), row_group, file_size=size
-        )
-        return chunks, row_group.num_rows or 0
+async def _merge_segment(
+    merger: _Merger, directory: Path, info: SegmentInfo, decryption: Any
+) -> None:
+    """Feed one segment's row groups to ``merger`` (its footer is read once)."""
+    pf = await anyio.to_thread.run_sync(
+        functools.partial(ParquetFile, directory, snapshot=info.size, decryption=decryption)
+    )
+    try:
+        for index, rows in enumerate(info.row_group_rows):
+            full = rows >= merger.small_rows
+            raw = full and not info.encrypted and merger.can_take_raw()
+            if raw:
+                try:
+                    row_group = await anyio.to_thread.run_sync(_raw_row_group, pf, index, info.size)
+                except UnsupportedError:
+                    raw = False
+                else:
+                    await merger.flush_held_back()
+                    await merger.add_raw(row_group)
+            if not raw:
+                decoded = await anyio.to_thread.run_sync(pf.read_row_group, index)
+                await merger.add_rows(decoded, absorb=full)
+    finally:
+        pf.close()
 
 
 async def compact_partition(
@@ -388,25 +408,7 @@ async def compact_partition(
     attempted = False  # the swap was tried: _txn may list the new segment now
     try:
         for info in infos:
-            directory = table.path / partition / info.name
-            for index, rows in enumerate(info.row_group_rows):
-                full = rows >= small_rows
-                raw = full and not info.encrypted and merger.can_take_raw()
-                if raw:
-                    try:
-                        row_group = await anyio.to_thread.run_sync(
-                            _raw_row_group, directory, info.size, index
-                        )
-                    except UnsupportedError:
-                        raw = False
-                    else:
-                        await merger.flush_held_back()
-                        await merger.add_raw(row_group)
-                if not raw:
-                    decoded = await anyio.to_thread.run_sync(
-                        _read_row_group, directory, info.size, index, decryption
-                    )
-                    await merger.add_rows(decoded, absorb=full)
+            await _merge_segment(merger, table.path / partition / info.name, info, decryption)
         size = await merger.finish(table.timestamp)
         await live.close()
         step("swap")
