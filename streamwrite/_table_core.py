@@ -394,23 +394,22 @@ class Table:
             await self._publish(self._record.compacted(partition, replaced, merged, time.time()))
             self.metrics.compactions += 1
 
-    async def sweep_retired(self) -> list[str]:
-        """Delete retired segments past the grace period that no snapshot of this process
-        pins, then publish a ``_txn`` without them.
+    async def sweep_retired(self, grace_seconds: float | None = None) -> list[str]:
+        """Delete retired segments past the grace period (``grace_seconds``, default the
+        table policy's) that no snapshot of this process pins, then publish a ``_txn``
+        without them.
 
         Returns:
             The ``partition/segment`` paths deleted.
         """
+        if grace_seconds is None:
+            grace_seconds = self.settings.compaction.grace_seconds
         async with self._commit_lock:
             self._check()
             if not self._record.retired:
                 return []
             deleted = await anyio.to_thread.run_sync(
-                sweep_retired,
-                self.path,
-                self._record,
-                self.settings.compaction.grace_seconds,
-                self.pins.is_pinned,
+                sweep_retired, self.path, self._record, grace_seconds, self.pins.is_pinned
             )
             if deleted:
                 await self._publish(self._record.without_retired(deleted))

@@ -420,7 +420,7 @@ async def compact_partition(
         if not attempted:  # never listed in _txn: nobody can read it
             await anyio.to_thread.run_sync(delete_segment, live.path)
     step("sweep")
-    await table.sweep_retired()
+    await table.sweep_retired(policy.grace_seconds)
     step("done")
     return CompactionResult(
         partition,

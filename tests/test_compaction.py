@@ -394,3 +394,21 @@ def test_cli_compact_shows_the_decision_and_compacts(
     assert "nothing to compact" in capsys.readouterr().out
     assert cli_main(["compact", str(path), "--partition", "nope"]) == 2
     assert "no partition 'nope'" in capsys.readouterr().err
+
+
+def test_a_policy_given_to_compact_sets_its_grace_period(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    options: dict[str, Any] = {
+        "segment_row_groups": 1,
+        "compaction_interval": None,
+        "compaction": CompactionPolicy(grace_seconds=3600),
+    }
+    _small_commits(path, TABLE.slice(0, 3_000), 3, **options)
+
+    async def go() -> None:
+        async with await open_table(path, **options) as t:
+            (result,) = await t.compact(policy=CompactionPolicy(grace_seconds=0))
+            assert t.record.retired == ()
+            assert not any((path / "all" / name).exists() for name in result.merged)
+
+    _run(go)
