@@ -5,8 +5,7 @@ Every table is built by appends before timing (one durable commit per batch:
 ``await table.append(batch, app_id="bench", batch_id=i)``), from slices of one
 ``reference_table`` (its rows span ~5.5 hours of one day, so ``partition_by="day"`` on ``ts``
 makes one partition). Tables are opened with ``CompactionPolicy(grace_seconds=0)`` so that
-compaction deletes the segments it replaced at once (``Table.sweep_retired`` uses the
-table's policy, not the one passed to ``compact()``). Compaction is destructive, so each timed
+compaction deletes the segments it replaced at once. Compaction is destructive, so each timed
 ``compact()`` runs on a fresh copy of the built table (``shutil.copytree`` then ``os.sync()``,
 not timed; the copy is in the page cache, as are the files pyarrow reads). Only
 ``await table.compact(...)`` is timed: opening the table is not.
@@ -19,7 +18,7 @@ each with the superseded footers of its commits (dead bytes). Variants, round-ro
 - **compact(), inline**: ``await table.compact()`` with the default policy (explicit: every
   segment is merged) and the table's default inline executor: every row group is small, so all
   are read with streamwrite's reader and re-encoded into ``row_group_size`` (1,048,576) rows,
-  zstd, committed every 4 row groups (fsync) and swapped in through ``_txn``.
+  zstd, committed every 64 MiB (fsync) and swapped in through ``_txn``.
 - **compact(), ProcessPool(2)**: the same with ``executor=ProcessPool(2)`` (started outside
   timing): row groups are still read in the parent.
 - **pyarrow read + write**: ``pq.read_table`` of every segment's ``data.parquet`` at its
@@ -70,9 +69,8 @@ phase that fails (an exception out of ``append``) is reported and the others go 
 phase the table is read back and compared with its input.
 
 The re-encoding section also times its parts apart, once each (``--no-breakdown`` skips it):
-streamwrite's reader as ``compact()`` uses it (one ``ParquetFile`` per row group, so the
-segment's whole footer is parsed again for each row group) and with one ``ParquetFile`` per
-segment; ``streamwrite.write_table`` of the rows; pyarrow's read and write alone.
+streamwrite's reader as ``compact()`` uses it (one ``ParquetFile`` per segment);
+``streamwrite.write_table`` of the rows; pyarrow's read and write alone.
 ``--profile TOP`` cProfiles one inline compaction of the section 1 table.
 
 Run from the repository root::
@@ -459,18 +457,6 @@ async def run_reencode(
     return verdicts, dead
 
 
-def _read_per_row_group(sources: list[tuple[Path, int]]) -> int:
-    """Read every row group as ``compact()`` does: one ``ParquetFile`` (footer parse) each."""
-    rows = 0
-    for path, size in sources:
-        with ParquetFile(path.parent, snapshot=size) as pf:
-            num_row_groups = len(pf.metadata.row_groups or [])
-        for index in range(num_row_groups):
-            with ParquetFile(path.parent, snapshot=size) as pf:
-                rows += pf.read_row_group(index).num_rows
-    return rows
-
-
 def _read_per_segment(sources: list[tuple[Path, int]]) -> int:
     """Read every row group with one ``ParquetFile`` per segment."""
     rows = 0
@@ -485,11 +471,7 @@ def breakdown(before: Layout, data: pa.Table, workdir: Path, target: int) -> str
     """Time the parts of a re-encoding compaction apart (one run each, synchronous)."""
     parts: list[tuple[str, Callable[[], Any]]] = [
         (
-            "streamwrite read, one ParquetFile per row group (as compact() reads)",
-            lambda: _read_per_row_group(before.sources),
-        ),
-        (
-            "streamwrite read, one ParquetFile per segment",
+            "streamwrite read, one ParquetFile per segment (as compact() reads)",
             lambda: _read_per_segment(before.sources),
         ),
         (

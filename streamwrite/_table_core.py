@@ -98,6 +98,8 @@ class Table:
         self.segment_infos: dict[tuple[str, str, int], SegmentInfo] = {}
         """Compaction's cache: (partition, segment, committed size) -> what it holds."""
         self.compaction_lock = anyio.Lock()
+        self.compactor_scope = anyio.CancelScope()
+        """The background compactor runs in it; :meth:`close` cancels it."""
         self.last_compaction_error: Exception | None = None
         """The last error of the background compactor (it keeps running)."""
         self._lock = anyio.Lock()  # buffers and the order of commit units
@@ -532,7 +534,9 @@ class Table:
                 self._task_group = None
 
     async def close(self) -> None:
-        """Commit what is buffered, wait for background commits, close every partition."""
+        """Commit what is buffered, wait for background commits, stop the compactor (a
+        compaction in flight is abandoned: its unpublished segment is deleted), close every
+        segment and release the writer lock."""
         if self._closed:
             return
         try:
@@ -540,6 +544,9 @@ class Table:
                 await self.flush()
         finally:
             self._closed = True
+            self.compactor_scope.cancel()
+            async with self.compaction_lock:  # a cancelled compaction has cleaned up
+                pass
             if self._send is not None:
                 await self._send.aclose()
                 self._send = None

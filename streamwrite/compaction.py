@@ -416,9 +416,10 @@ async def compact_partition(
         attempted = True
         await table.swap_segments(partition, status.merge, merged)
     finally:
-        await live.close()
-        if not attempted:  # never listed in _txn: nobody can read it
-            await anyio.to_thread.run_sync(delete_segment, live.path)
+        with anyio.CancelScope(shield=True):  # also when close() cancels the compactor
+            await live.close()
+            if not attempted:  # never listed in _txn: nobody can read it
+                await anyio.to_thread.run_sync(delete_segment, live.path)
     step("sweep")
     await table.sweep_retired(policy.grace_seconds)
     step("done")
@@ -500,14 +501,18 @@ async def run_compactor(table: Table) -> None:
     errors are kept in ``table.last_compaction_error`` and the next round tries again."""
     interval = table.settings.compaction_interval
     assert interval is not None
-    while True:
-        await anyio.sleep(interval)
-        if not table.is_open:
-            return
-        try:
-            await compact_table(
-                table, sorted(table.record.partitions), table.settings.compaction, explicit=False
-            )
-        except Exception as exc:
-            table.last_compaction_error = exc
-            table.metrics.compaction_errors += 1
+    with table.compactor_scope:  # close() cancels it
+        while True:
+            await anyio.sleep(interval)
+            if not table.is_open:
+                return
+            try:
+                await compact_table(
+                    table,
+                    sorted(table.record.partitions),
+                    table.settings.compaction,
+                    explicit=False,
+                )
+            except Exception as exc:
+                table.last_compaction_error = exc
+                table.metrics.compaction_errors += 1

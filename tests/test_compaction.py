@@ -412,3 +412,25 @@ def test_a_policy_given_to_compact_sets_its_grace_period(tmp_path: Path) -> None
             assert not any((path / "all" / name).exists() for name in result.merged)
 
     _run(go)
+
+
+def test_close_abandons_a_background_compaction_in_flight(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    data = TABLE.slice(0, 40_000)
+    _small_commits(path, data, 40, segment_row_groups=4, compaction_interval=None)
+    policy = CompactionPolicy(idle_seconds=0, min_small_row_groups=2, grace_seconds=0)
+
+    async def go() -> int:
+        async with await open_table(path, compaction=policy, compaction_interval=0.01) as t:
+            with anyio.fail_after(30):
+                while not t.compaction_lock.locked():
+                    await anyio.sleep(0.001)
+            await anyio.sleep(0.05)  # into the writing of the merged segment
+        return t.metrics.compactions
+
+    compactions = _run(go)
+    record = _record(path)
+    assert len(record.partitions["all"]) == (1 if compactions else 10)  # new or old version
+    on_disk = sorted(p.name for p in (path / "all").iterdir())
+    assert on_disk == [s.name for s in record.partitions["all"]]  # no unpublished segment
+    assert streamwrite.read_table(path).equals(data)
