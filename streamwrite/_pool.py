@@ -45,7 +45,7 @@ import anyio
 
 from streamwrite.errors import ConfigError, StreamwriteError
 from workers.chunk import EncodedChunk
-from workers.jobs import EncodeChunkJob, run_job
+from workers.jobs import Job, run_job
 from workers.shm import Reply, job_nbytes, pack_job, worker_main
 
 __all__ = [
@@ -109,11 +109,11 @@ class WorkerError(StreamwriteError):
 class Executor(Protocol):
     """Runs encode jobs; results are byte-identical whatever the executor."""
 
-    async def run(self, job: EncodeChunkJob) -> EncodedChunk:
+    async def run(self, job: Job) -> EncodedChunk:
         """Returns: the result of ``run_job(job)``."""
         ...
 
-    async def run_all(self, jobs: Sequence[EncodeChunkJob]) -> list[EncodedChunk]:
+    async def run_all(self, jobs: Sequence[Job]) -> list[EncodedChunk]:
         """Returns: the results of ``jobs`` (run concurrently), in job order."""
         ...
 
@@ -122,16 +122,14 @@ class Executor(Protocol):
         ...
 
 
-async def _gather_in_order(
-    executor: Executor, jobs: Sequence[EncodeChunkJob]
-) -> list[EncodedChunk]:
+async def _gather_in_order(executor: Executor, jobs: Sequence[Job]) -> list[EncodedChunk]:
     """Run ``jobs`` concurrently; raise the first failure (in job order), not a group."""
     results: list[EncodedChunk | None] = [None] * len(jobs)
     errors: dict[int, Exception] = {}
 
     async with anyio.create_task_group() as tg:
 
-        async def one(index: int, job: EncodeChunkJob) -> None:
+        async def one(index: int, job: Job) -> None:
             try:
                 results[index] = await executor.run(job)
             except Exception as exc:
@@ -145,18 +143,18 @@ async def _gather_in_order(
     return [result for result in results if result is not None]
 
 
-def _run_jobs(jobs: list[EncodeChunkJob]) -> list[EncodedChunk]:
+def _run_jobs(jobs: list[Job]) -> list[EncodedChunk]:
     return [run_job(job) for job in jobs]
 
 
 class InlineExecutor:
     """Runs each job in a worker thread of this process (tests, tiny batches)."""
 
-    async def run(self, job: EncodeChunkJob) -> EncodedChunk:
+    async def run(self, job: Job) -> EncodedChunk:
         """Returns: ``run_job(job)``, computed in a thread."""
         return await anyio.to_thread.run_sync(run_job, job)
 
-    async def run_all(self, jobs: Sequence[EncodeChunkJob]) -> list[EncodedChunk]:
+    async def run_all(self, jobs: Sequence[Job]) -> list[EncodedChunk]:
         """Returns: the results of ``jobs`` in job order (run one after the other, in one
         thread hop: a hop costs ~0.1 ms, as much as encoding a small chunk)."""
         return await anyio.to_thread.run_sync(_run_jobs, list(jobs))
@@ -260,7 +258,7 @@ class _Worker:
             segment.close()
         segment.unlink()
 
-    def submit(self, job: EncodeChunkJob) -> _Transfer:
+    def submit(self, job: Job) -> _Transfer:
         """Copy ``job`` into the arena and send its descriptor.
 
         Raises:
@@ -337,7 +335,7 @@ class _Slot:
         self.worker = worker
 
 
-def _remote_error(reply: Reply, job: EncodeChunkJob) -> Exception:
+def _remote_error(reply: Reply, job: Job) -> Exception:
     error = reply.error
     if not isinstance(error, Exception):
         error = WorkerError(
@@ -488,7 +486,7 @@ class ProcessPool:
             assert worker is not None
         return worker
 
-    async def _submit(self, slot: _Slot, job: EncodeChunkJob) -> None:
+    async def _submit(self, slot: _Slot, job: Job) -> None:
         """Send ``job`` to the worker of ``slot``, replacing a worker found dead once."""
         with anyio.CancelScope(shield=True):
             for attempt in range(2):
@@ -506,7 +504,7 @@ class ProcessPool:
                 self.bytes_shared += transfer.nbytes
                 return
 
-    async def run(self, job: EncodeChunkJob) -> EncodedChunk:
+    async def run(self, job: Job) -> EncodedChunk:
         """Run ``job`` on a worker.
 
         Returns:
@@ -540,7 +538,7 @@ class ProcessPool:
             raise _remote_error(reply, job)
         return reply.chunk
 
-    async def run_all(self, jobs: Sequence[EncodeChunkJob]) -> list[EncodedChunk]:
+    async def run_all(self, jobs: Sequence[Job]) -> list[EncodedChunk]:
         """Run ``jobs`` concurrently on the workers.
 
         Returns:

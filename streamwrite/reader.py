@@ -52,6 +52,7 @@ from streamwrite.layout.txn import TXN_FILE
 from streamwrite.options import ReadOptions
 from streamwrite.schema import ColumnSpec, ParquetSchema, from_physical, parquet_to_arrow
 from workers.decode import KERNEL_ERRORS, DecodedChunk, PageInfo, concat_values, decode_chunk
+from workers.jobs import SourceChunk
 
 __all__ = ["ParquetFile", "read_table"]
 
@@ -358,6 +359,49 @@ class ParquetFile:
                 f"{where} has {decoded.num_rows} rows, the row group {num_rows}.", start
             )
         return decoded
+
+    def source_chunk(
+        self, i: int, spec: ColumnSpec, row_start: int = 0, row_stop: int | None = None
+    ) -> SourceChunk:
+        """The bytes of column ``spec`` in row group ``i``, for a worker to decode (rows
+        ``[row_start, row_stop)`` of it; default all).
+
+        Raises:
+            UnsupportedError: the chunk is encrypted (decrypt it here: :meth:`read_row_group`).
+            CorruptFileError: as for :meth:`decode_column_chunk`.
+        """
+        if self.chunk_decryptor(i, spec.index) is not None:
+            raise UnsupportedError(f"Column {spec.name!r} of row group {i} is encrypted.")
+        meta = self._chunk_meta(i, spec)
+        where = f"Column {spec.name!r} of row group {i}"
+        if meta.type != spec.physical_type:
+            raise CorruptFileError(
+                f"{where} has physical type {meta.type} in its metadata but "
+                f"{spec.physical_type.name} in the schema.",
+                self.footer_offset,
+            )
+        num_rows = (self.metadata.row_groups or [])[i].num_rows or 0
+        start, size = self.chunk_range(i, spec)
+        return SourceChunk(
+            bytes(self._source.read(start, size)),
+            start,
+            meta,
+            num_rows,
+            row_start,
+            num_rows if row_stop is None else row_stop,
+            meta.dictionary_page_offset == start,
+            where,
+        )
+
+    @property
+    def verify_checksums(self) -> bool:
+        """Whether page CRCs are checked."""
+        return self._options.verify_checksums
+
+    @property
+    def max_decompressed_page_size(self) -> int:
+        """The largest decompressed page accepted."""
+        return self._options.max_decompressed_page_size
 
     def _read_column(self, spec: ColumnSpec, i: int) -> pa.Array:
         decoded = self.decode_column_chunk(i, spec)

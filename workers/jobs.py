@@ -2,7 +2,12 @@
 
 A job is a frozen dataclass holding numpy arrays (which pickle with out-of-band buffers) and
 settings; ``run_job(job)`` returns the job's result. The inline executor calls the same function
-in-process, so pool and inline output are byte-identical.
+in-process, so pool and inline output are byte-identical. Two kinds:
+
+- :class:`EncodeChunkJob`: encode one column chunk from its values (writers, tables);
+- :class:`MergeChunkJob`: decode column chunks of existing files (their bytes travel in the
+  job) and encode their rows, or a row range of them, as one chunk (compaction: the decoding
+  runs in the worker too, and no Arrow array is built on the way).
 
 The job of an encrypted column chunk also carries its :class:`~workers.chunk.ChunkCrypto` (the
 column's ``ModuleCipher``, which pickles, and the row group and column ordinals), so pages and
@@ -17,9 +22,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from streamwrite.errors import CorruptFileError
+from streamwrite.format import structs as t
 from workers.chunk import ChunkCrypto, ChunkSettings, EncodedChunk, encode_chunk
+from workers.decode import DecodedChunk, concat_values, decode_chunk
+from workers.values import BinaryValues
 
-__all__ = ["EncodeChunkJob", "run_job"]
+__all__ = ["EncodeChunkJob", "Job", "MergeChunkJob", "SourceChunk", "run_job"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +46,97 @@ class EncodeChunkJob:
         return encode_chunk(self.settings, self.values, self.def_levels, self.num_rows, self.crypto)
 
 
-def run_job(job: EncodeChunkJob) -> EncodedChunk:
+@dataclass(frozen=True, slots=True)
+class SourceChunk:
+    """An unencrypted column chunk of an existing file and the rows of it to take."""
+
+    data: bytes
+    """The chunk's pages."""
+    start: int
+    """Absolute file offset of ``data`` (error messages)."""
+    meta: t.ColumnMetaData
+    num_rows: int
+    row_start: int
+    row_stop: int
+    dictionary_first: bool
+    where: str
+
+
+def _take_rows(
+    decoded: DecodedChunk, source: SourceChunk, max_definition_level: int
+) -> tuple[Any, npt.NDArray[np.uint8] | None]:
+    """The values and levels of rows ``[row_start, row_stop)`` of a decoded chunk."""
+    values, levels = decoded.values, decoded.def_levels
+    if source.row_start == 0 and source.row_stop == decoded.num_rows:
+        return values, levels
+    if levels is None:
+        first, last = source.row_start, source.row_stop
+    else:
+        defined = levels == max_definition_level
+        first = int(np.count_nonzero(defined[: source.row_start]))
+        last = first + int(np.count_nonzero(defined[source.row_start : source.row_stop]))
+        levels = levels[source.row_start : source.row_stop]
+    if isinstance(values, BinaryValues):
+        return BinaryValues(values.offsets[first : last + 1], values.data), levels
+    return values[first:last], levels
+
+
+@dataclass(frozen=True, slots=True)
+class MergeChunkJob:
+    """Decode ``sources`` (consecutive row ranges of one column) and encode them as one chunk
+    with ``settings`` (see :func:`workers.decode.decode_chunk`,
+    :func:`workers.chunk.encode_chunk`)."""
+
+    settings: ChunkSettings
+    sources: tuple[SourceChunk, ...]
+    verify_checksums: bool
+    max_decompressed_page_size: int
+    crypto: ChunkCrypto | None = None
+
+    def run(self) -> EncodedChunk:
+        """Returns: the encoded chunk.
+
+        Raises:
+            CorruptFileError, LimitError, UnsupportedError: as decoding a source raises.
+        """
+        settings = self.settings
+        max_level = settings.max_definition_level
+        values, levels = [], []
+        for source in self.sources:
+            decoded = decode_chunk(
+                source.data,
+                source.start,
+                source.meta,
+                type_length=settings.type_length,
+                max_definition_level=max_level,
+                verify_checksums=self.verify_checksums,
+                max_decompressed_page_size=self.max_decompressed_page_size,
+                where=source.where,
+                dictionary_first=source.dictionary_first,
+            )
+            if decoded.num_rows != source.num_rows:
+                raise CorruptFileError(
+                    f"{source.where} has {decoded.num_rows} rows, its row group {source.num_rows}.",
+                    source.start,
+                )
+            part_values, part_levels = _take_rows(decoded, source, max_level)
+            values.append(part_values)
+            if part_levels is not None:
+                levels.append(part_levels)
+        num_rows = sum(source.row_stop - source.row_start for source in self.sources)
+        return encode_chunk(
+            settings,
+            concat_values(values, settings.physical_type, settings.type_length),
+            np.concatenate(levels) if max_level else None,
+            num_rows,
+            self.crypto,
+        )
+
+
+Job = EncodeChunkJob | MergeChunkJob
+"""Any job :func:`run_job` runs."""
+
+
+def run_job(job: Job) -> EncodedChunk:
     """Run one job and return its result (called in a worker process or inline)."""
     return job.run()

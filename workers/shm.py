@@ -8,7 +8,8 @@ arena and sends the worker a small picklable :class:`SharedJob` through the work
 
     SharedJob(segment, segment_size, job, values, def_levels)
         job         the EncodeChunkJob with values=None and def_levels=None (settings, num_rows;
-                    its class, so job subclasses run their own ``run``)
+                    its class, so job subclasses run their own ``run``), or a MergeChunkJob
+                    whole (its source chunks are compressed bytes: they travel in the pipe)
         values      ArraySpec | BinarySpec, or None when the job carries its values inline
         def_levels  ArraySpec | None
 
@@ -45,7 +46,7 @@ import numpy as np
 import numpy.typing as npt
 
 from workers.chunk import EncodedChunk
-from workers.jobs import EncodeChunkJob, run_job
+from workers.jobs import EncodeChunkJob, Job, run_job
 from workers.values import BinaryValues
 
 __all__ = [
@@ -94,7 +95,7 @@ class SharedJob:
 
     segment: str
     segment_size: int
-    job: EncodeChunkJob
+    job: Job
     values: ArraySpec | BinarySpec | None
     def_levels: ArraySpec | None
 
@@ -127,7 +128,9 @@ def _is_plain_array(value: object) -> bool:
     return isinstance(value, np.ndarray) and not value.dtype.hasobject
 
 
-def _shareable(job: EncodeChunkJob) -> bool:
+def _shareable(job: Job) -> bool:
+    if not isinstance(job, EncodeChunkJob):
+        return False  # a MergeChunkJob's source bytes travel with it
     values = job.values
     if isinstance(values, BinaryValues):
         return _is_plain_array(values.offsets) and _is_plain_array(values.data)
@@ -140,8 +143,10 @@ def _binary_bounds(values: BinaryValues) -> tuple[int, int]:
     return int(values.offsets[0]), int(values.offsets[-1])
 
 
-def job_nbytes(job: EncodeChunkJob) -> int:
+def job_nbytes(job: Job) -> int:
     """Returns: the arena bytes :func:`pack_job` needs for ``job`` (0 if it travels inline)."""
+    if not isinstance(job, EncodeChunkJob):
+        return 0
     size = 0
     if _shareable(job):
         values = job.values
@@ -162,12 +167,14 @@ def _put(buf: memoryview, offset: int, array: npt.NDArray[Any]) -> ArraySpec:
     return spec
 
 
-def pack_job(job: EncodeChunkJob, segment: str, buf: memoryview) -> SharedJob:
+def pack_job(job: Job, segment: str, buf: memoryview) -> SharedJob:
     """Copy the buffers of ``job`` into ``buf`` (at least :func:`job_nbytes` long).
 
     Returns:
         The descriptor to send to a worker attached to ``segment``.
     """
+    if not isinstance(job, EncodeChunkJob):
+        return SharedJob(segment, len(buf), job, None, None)
     offset = 0
     values_spec: ArraySpec | BinarySpec | None = None
     values = job.values
@@ -202,8 +209,10 @@ def _view(buf: memoryview, spec: ArraySpec) -> npt.NDArray[Any]:
     return array
 
 
-def unpack_job(shared: SharedJob, buf: memoryview) -> EncodeChunkJob:
+def unpack_job(shared: SharedJob, buf: memoryview) -> Job:
     """Returns: the job of ``shared`` with zero-copy, read-only views into ``buf``."""
+    if not isinstance(shared.job, EncodeChunkJob):
+        return shared.job
     values: Any = shared.job.values
     if isinstance(shared.values, BinarySpec):
         values = BinaryValues(_view(buf, shared.values.offsets), _view(buf, shared.values.data))
