@@ -43,6 +43,7 @@ from typing import Protocol
 
 import anyio
 
+from streamwrite._pool_gate import URGENT, PriorityGate
 from streamwrite.errors import ConfigError, StreamwriteError
 from workers.chunk import EncodedChunk
 from workers.jobs import Job, run_job
@@ -109,11 +110,11 @@ class WorkerError(StreamwriteError):
 class Executor(Protocol):
     """Runs encode jobs; results are byte-identical whatever the executor."""
 
-    async def run(self, job: Job) -> EncodedChunk:
-        """Returns: the result of ``run_job(job)``."""
+    async def run(self, job: Job, priority: int = URGENT) -> EncodedChunk:
+        """Returns: the result of ``run_job(job)`` (``priority``: :mod:`streamwrite._pool_gate`)."""
         ...
 
-    async def run_all(self, jobs: Sequence[Job]) -> list[EncodedChunk]:
+    async def run_all(self, jobs: Sequence[Job], priority: int = URGENT) -> list[EncodedChunk]:
         """Returns: the results of ``jobs`` (run concurrently), in job order."""
         ...
 
@@ -122,7 +123,9 @@ class Executor(Protocol):
         ...
 
 
-async def _gather_in_order(executor: Executor, jobs: Sequence[Job]) -> list[EncodedChunk]:
+async def _gather_in_order(
+    executor: Executor, jobs: Sequence[Job], priority: int = URGENT
+) -> list[EncodedChunk]:
     """Run ``jobs`` concurrently; raise the first failure (in job order), not a group."""
     results: list[EncodedChunk | None] = [None] * len(jobs)
     errors: dict[int, Exception] = {}
@@ -131,7 +134,7 @@ async def _gather_in_order(executor: Executor, jobs: Sequence[Job]) -> list[Enco
 
         async def one(index: int, job: Job) -> None:
             try:
-                results[index] = await executor.run(job)
+                results[index] = await executor.run(job, priority)
             except Exception as exc:
                 errors[index] = exc
                 tg.cancel_scope.cancel()
@@ -150,11 +153,11 @@ def _run_jobs(jobs: list[Job]) -> list[EncodedChunk]:
 class InlineExecutor:
     """Runs each job in a worker thread of this process (tests, tiny batches)."""
 
-    async def run(self, job: Job) -> EncodedChunk:
-        """Returns: ``run_job(job)``, computed in a thread."""
+    async def run(self, job: Job, priority: int = URGENT) -> EncodedChunk:
+        """Returns: ``run_job(job)``, computed in a thread (``priority`` is not used)."""
         return await anyio.to_thread.run_sync(run_job, job)
 
-    async def run_all(self, jobs: Sequence[Job]) -> list[EncodedChunk]:
+    async def run_all(self, jobs: Sequence[Job], priority: int = URGENT) -> list[EncodedChunk]:
         """Returns: the results of ``jobs`` in job order (run one after the other, in one
         thread hop: a hop costs ~0.1 ms, as much as encoding a small chunk)."""
         return await anyio.to_thread.run_sync(_run_jobs, list(jobs))
@@ -358,7 +361,7 @@ class ProcessPool:
         self._size = size
         self._slots: list[_Slot] = []
         self._all_slots: list[_Slot] = []
-        self._semaphore = anyio.Semaphore(size)
+        self._gate = PriorityGate(size)
         self._closing = False
         self._closed = anyio.Event()
         self._started = 0
@@ -504,8 +507,9 @@ class ProcessPool:
                 self.bytes_shared += transfer.nbytes
                 return
 
-    async def run(self, job: Job) -> EncodedChunk:
-        """Run ``job`` on a worker.
+    async def run(self, job: Job, priority: int = URGENT) -> EncodedChunk:
+        """Run ``job`` on a worker, when :class:`~streamwrite._pool_gate.PriorityGate` gives
+        one to ``priority``.
 
         Returns:
             The encoded chunk, equal to ``run_job(job)``.
@@ -516,7 +520,8 @@ class ProcessPool:
         """
         if self._closing:
             raise WorkerError("The process pool is closed.")
-        async with self._semaphore:
+        await self._gate.acquire(priority)
+        try:
             if self._closing:
                 raise WorkerError("The process pool was closed before this job could start.")
             slot = self._slots.pop()
@@ -532,13 +537,15 @@ class ProcessPool:
                     ) from None
             finally:
                 self._slots.append(slot)
+        finally:
+            self._gate.release()
         self.jobs_done += 1
         self.encode_seconds += reply.encode_seconds
         if reply.chunk is None:
             raise _remote_error(reply, job)
         return reply.chunk
 
-    async def run_all(self, jobs: Sequence[Job]) -> list[EncodedChunk]:
+    async def run_all(self, jobs: Sequence[Job], priority: int = URGENT) -> list[EncodedChunk]:
         """Run ``jobs`` concurrently on the workers.
 
         Returns:
@@ -548,7 +555,7 @@ class ProcessPool:
             WorkerError, Exception: as :meth:`run`, for the first failing job in job order
             (the other jobs are cancelled).
         """
-        return await _gather_in_order(self, jobs)
+        return await _gather_in_order(self, jobs, priority)
 
     async def aclose(self) -> None:
         """Wait for jobs in flight, stop the workers, unlink all shared memory. Idempotent."""
@@ -559,7 +566,7 @@ class ProcessPool:
         graceful = False
         try:
             for _ in range(self._size):
-                await self._semaphore.acquire()
+                await self._gate.acquire()
             graceful = True
         finally:
             with anyio.CancelScope(shield=True):

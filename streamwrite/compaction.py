@@ -53,6 +53,7 @@ import pyarrow.compute as pc
 from anyio.abc import TaskGroup
 
 from streamwrite._live_keys import decryption_for
+from streamwrite._pool_gate import BACKGROUND
 from streamwrite._table_open import delete_segment
 from streamwrite.errors import ConfigError, UnsupportedError
 from streamwrite.layout.actions import LiveFileName
@@ -311,10 +312,10 @@ def _job_size(job: Job) -> int:
 
 
 async def _run_largest_first(table: Table, jobs: list[Job]) -> list[EncodedChunk]:
-    """Run ``jobs`` biggest first (the pool's workers finish closer together), results in
-    job order."""
+    """Run ``jobs`` biggest first (the pool's workers finish closer together), behind the
+    appends' jobs (:mod:`streamwrite._pool_gate`); results in job order."""
     order = sorted(range(len(jobs)), key=lambda i: -_job_size(jobs[i]))
-    results = await table.executor.run_all([jobs[i] for i in order])
+    results = await table.executor.run_all([jobs[i] for i in order], BACKGROUND)
     chunks: list[EncodedChunk | None] = [None] * len(jobs)
     for position, index in enumerate(order):
         chunks[index] = results[position]
