@@ -387,6 +387,9 @@ class _Merger:
         self._ready = 0
         """The leading slots known to be done, and their encoded bytes."""
         self._ready_bytes = 0
+        self._committed = anyio.Event()
+        """Set when the last commit started so far is done (commits run in the background)."""
+        self._committed.set()
         self._encoding = anyio.Semaphore(MAX_ENCODING)
         self._num_row_groups = 0
         self.raw = 0
@@ -481,15 +484,26 @@ class _Merger:
             self._ready += 1
         if self._ready and (self._ready_bytes >= COMMIT_BYTES or final):
             row_groups = [await slot.result() for slot in self._slots[: self._ready]]
-            await self._live.commit_encoded(row_groups)
             self._num_row_groups += self._ready
             del self._slots[: self._ready]
             self._ready = self._ready_bytes = 0
+            previous, done = self._committed, anyio.Event()
+            self._committed = done
+
+            async def commit() -> None:
+                try:
+                    await previous.wait()  # commits stay in order
+                    await self._live.commit_encoded(row_groups)
+                finally:
+                    done.set()
+
+            self._task_group.start_soon(commit)  # reading goes on during the fsync
 
     async def finish(self, timestamp: str | None) -> int:
         """Encode and commit the rest; returns the committed size."""
         await self.flush_rows(timestamp)
         await self._commit_ready(final=True)
+        await self._committed.wait()
         return self._live.last_commit.parquet_size
 
 
