@@ -50,8 +50,8 @@ class EncodeChunkJob:
 class SourceChunk:
     """An unencrypted column chunk of an existing file and the rows of it to take."""
 
-    data: bytes
-    """The chunk's pages."""
+    data: bytes | memoryview
+    """The chunk's pages (a view into the pool's shared memory in a worker)."""
     start: int
     """Absolute file offset of ``data`` (error messages)."""
     meta: t.ColumnMetaData

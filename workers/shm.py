@@ -8,10 +8,12 @@ arena and sends the worker a small picklable :class:`SharedJob` through the work
 
     SharedJob(segment, segment_size, job, values, def_levels)
         job         the EncodeChunkJob with values=None and def_levels=None (settings, num_rows;
-                    its class, so job subclasses run their own ``run``), or a MergeChunkJob
-                    whole (its source chunks are compressed bytes: they travel in the pipe)
+                    its class, so job subclasses run their own ``run``), or the
+                    MergeChunkJob with each source's data=b""
         values      ArraySpec | BinarySpec, or None when the job carries its values inline
         def_levels  ArraySpec | None
+        sources     a MergeChunkJob's source pages, (offset, size) each:
+                    arena := [source 0] [source 1] ...   each at a 64-byte boundary
 
 A ``BinaryValues`` is compacted on the way: only ``data[offsets[0]:offsets[-1]]`` is copied and
 the offsets are rebased to start at zero, so a slice of a large buffer costs only its own bytes.
@@ -46,7 +48,7 @@ import numpy as np
 import numpy.typing as npt
 
 from workers.chunk import EncodedChunk
-from workers.jobs import EncodeChunkJob, Job, run_job
+from workers.jobs import EncodeChunkJob, Job, MergeChunkJob, run_job
 from workers.values import BinaryValues
 
 __all__ = [
@@ -98,6 +100,8 @@ class SharedJob:
     job: Job
     values: ArraySpec | BinarySpec | None
     def_levels: ArraySpec | None
+    sources: tuple[tuple[int, int], ...] = ()
+    """A MergeChunkJob's source pages: ``(offset, size)`` of each in the segment."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,9 +132,7 @@ def _is_plain_array(value: object) -> bool:
     return isinstance(value, np.ndarray) and not value.dtype.hasobject
 
 
-def _shareable(job: Job) -> bool:
-    if not isinstance(job, EncodeChunkJob):
-        return False  # a MergeChunkJob's source bytes travel with it
+def _shareable(job: EncodeChunkJob) -> bool:
     values = job.values
     if isinstance(values, BinaryValues):
         return _is_plain_array(values.offsets) and _is_plain_array(values.data)
@@ -145,8 +147,8 @@ def _binary_bounds(values: BinaryValues) -> tuple[int, int]:
 
 def job_nbytes(job: Job) -> int:
     """Returns: the arena bytes :func:`pack_job` needs for ``job`` (0 if it travels inline)."""
-    if not isinstance(job, EncodeChunkJob):
-        return 0
+    if isinstance(job, MergeChunkJob):
+        return sum(_align(len(source.data)) for source in job.sources)
     size = 0
     if _shareable(job):
         values = job.values
@@ -173,8 +175,8 @@ def pack_job(job: Job, segment: str, buf: memoryview) -> SharedJob:
     Returns:
         The descriptor to send to a worker attached to ``segment``.
     """
-    if not isinstance(job, EncodeChunkJob):
-        return SharedJob(segment, len(buf), job, None, None)
+    if isinstance(job, MergeChunkJob):
+        return _pack_merge_job(job, segment, buf)
     offset = 0
     values_spec: ArraySpec | BinarySpec | None = None
     values = job.values
@@ -201,6 +203,20 @@ def pack_job(job: Job, segment: str, buf: memoryview) -> SharedJob:
     return SharedJob(segment, len(buf), hollow, values_spec, levels_spec)
 
 
+def _pack_merge_job(job: MergeChunkJob, segment: str, buf: memoryview) -> SharedJob:
+    """Copy the source pages of ``job`` into ``buf`` (pickling them through the pipe would
+    copy them three more times)."""
+    offset = 0
+    places = []
+    for source in job.sources:
+        size = len(source.data)
+        buf[offset : offset + size] = source.data
+        places.append((offset, size))
+        offset += _align(size)
+    hollow = replace(job, sources=tuple(replace(source, data=b"") for source in job.sources))
+    return SharedJob(segment, len(buf), hollow, None, None, tuple(places))
+
+
 def _view(buf: memoryview, spec: ArraySpec) -> npt.NDArray[Any]:
     array: npt.NDArray[Any] = np.ndarray(
         spec.shape, dtype=np.dtype(spec.dtype), buffer=buf, offset=spec.offset
@@ -211,8 +227,12 @@ def _view(buf: memoryview, spec: ArraySpec) -> npt.NDArray[Any]:
 
 def unpack_job(shared: SharedJob, buf: memoryview) -> Job:
     """Returns: the job of ``shared`` with zero-copy, read-only views into ``buf``."""
-    if not isinstance(shared.job, EncodeChunkJob):
-        return shared.job
+    if isinstance(shared.job, MergeChunkJob):
+        sources = tuple(
+            replace(source, data=buf[offset : offset + size])
+            for source, (offset, size) in zip(shared.job.sources, shared.sources, strict=True)
+        )
+        return replace(shared.job, sources=sources)
     values: Any = shared.job.values
     if isinstance(shared.values, BinarySpec):
         values = BinaryValues(_view(buf, shared.values.offsets), _view(buf, shared.values.data))
