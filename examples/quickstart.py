@@ -105,6 +105,7 @@ async def main(args: argparse.Namespace) -> None:
         print(f"  {segment / 'data.parquet'}: {size:,} bytes (+ {segment / '_pm'})")
     print(f"read it:    streamwrite.read_table({str(path)!r}) -> {final.num_rows:,} rows")
     print(f"inspect it: .venv/bin/streamwrite inspect {segments[0]}")
+    print(f"compact it: .venv/bin/streamwrite compact {path} --status")
 
 
 if __name__ == "__main__":

@@ -370,6 +370,11 @@ def _compact(args: argparse.Namespace) -> int:
             f"{result.raw_row_groups} row groups copied raw, {result.reencoded_row_groups} "
             f"re-encoded; {result.seconds:.2f} s"
         )
+    if outcome and not args.status and policy.grace_seconds > 0:
+        print(
+            f"replaced segments stay {policy.grace_seconds:g} s for readers of other processes; "
+            "a later compact or open of the table deletes them"
+        )
     return 0
 
 
