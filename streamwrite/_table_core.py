@@ -59,7 +59,6 @@ class Table:
         path: Path,
         record: TxnRecord,
         schema: pa.Schema,
-        active: dict[str, LiveFile],
         executor: Executor,
         owns_executor: bool,
         settings: TableSettings,
@@ -72,11 +71,16 @@ class Table:
         self.settings = settings
         self.encryption = encryption
         self._record = record
-        self._active = active
-        """Each partition's newest segment, open for appending."""
-        self._assigned = {name: live.last_commit.num_row_groups for name, live in active.items()}
-        """Row groups of each newest segment, committed or encoded for it: the next one's
+        self._active: dict[str, LiveFile] = {}
+        """The newest segment of each partition appended to since open, open for appending
+        (opened on the partition's first row group, so that a table of many partitions
+        opens no file until it is written)."""
+        self._assigned: dict[str, int] = {}
+        """Row groups of each open newest segment, committed or encoded for it: the next one's
         ordinal (encrypted tables) and when to start a new segment."""
+        self._retired_newest: set[str] = set()
+        """Partitions whose listed newest segment was sealed for compaction: their next row
+        group starts a new segment."""
         self._sealed: dict[LiveFile, int] = {}
         """Segments replaced as newest, with the row groups they will hold: each is closed when
         its last queued commit is done (and until then compaction leaves it alone)."""
@@ -113,13 +117,29 @@ class Table:
 
     # -- buffering --------------------------------------------------------------------------
 
+    async def _open_newest(self, name: str) -> LiveFile | None:
+        """Open partition ``name``'s listed newest segment for appending, if it may take more."""
+        segments = self._record.partitions.get(name)
+        if not segments or name in self._retired_newest:
+            return None
+        live = await LiveFile.open(
+            self.path / name / segments[-1].name,
+            self.schema,
+            encryption=self.encryption,
+            **self._write_kwargs,
+        )
+        self._active[name] = live
+        self._assigned[name] = live.last_commit.num_row_groups
+        return live
+
     async def _segment_for_next_row_group(self, name: str) -> LiveFile:
         """The segment partition ``name``'s next row group goes to: its newest, or a new one
         when there is none or it is full (the full one is sealed)."""
-        live = self._active.get(name)
+        live = self._active.get(name) or await self._open_newest(name)
         if live is not None and self._assigned[name] < self.settings.segment_row_groups:
             return live
         created = await self.new_segment(name)
+        self._retired_newest.discard(name)
         if live is not None and live.last_commit.num_row_groups == self._assigned[name]:
             await live.close()  # all its row groups are committed
         elif live is not None:
@@ -430,17 +450,24 @@ class Table:
             segments = self._record.partitions.get(partition, ())
             busy = {live.path.name for live in self._sealed if live.path.parent.name == partition}
             live = self._active.get(partition)
+            quiet = time.monotonic() - self._last_rows.get(partition, self._opened)
+            waiting = idle_seconds is not None and quiet < idle_seconds
             if live is not None:
                 buffer = self._buffers.get(partition)
                 settled = self._assigned[partition] == live.last_commit.num_row_groups and not (
                     buffer is not None and (buffer.pending_rows or buffer.encoded)
                 )
-                quiet = time.monotonic() - self._last_rows.get(partition, self._opened)
-                if not settled or (idle_seconds is not None and quiet < idle_seconds):
+                if not settled or waiting:
                     busy.add(live.path.name)
                 elif seal:
                     del self._active[partition]
+                    self._retired_newest.add(partition)
                     await live.close()
+            elif segments and partition not in self._retired_newest:
+                if waiting:  # not opened since the table was, but it may be appended to
+                    busy.add(segments[-1].name)
+                elif seal:
+                    self._retired_newest.add(partition)
             eligible = next((i for i, s in enumerate(segments) if s.name in busy), len(segments))
             return segments, eligible
 

@@ -10,9 +10,9 @@ Recovery, given the newest ``_txn`` (``layout/txn.py`` states the rules)::
     segment dir neither listed nor retired    never published (creation or compaction
                                               crashed before its _txn): delete it
 
-Only a partition's newest segment stays open (appends go there); sealed segments are checked
-through their ``_pm`` (the last footer names the committed parquet size) and opened, which
-recovers them, only when that check fails or disagrees with ``_txn``.
+No segment stays open: each is checked through its ``_pm`` (the last footer names the
+committed parquet size) and opened, which recovers it, only when that check fails or disagrees
+with ``_txn``. The table opens a partition's newest segment when it first appends to it.
 """
 
 from __future__ import annotations
@@ -129,47 +129,37 @@ async def recover_segments(
     schema: pa.Schema,
     write_options: dict[str, Any],
     encryption: FileEncryption | None,
-) -> dict[str, LiveFile]:
-    """Apply the recovery rules of the module docstring.
-
-    Returns:
-        Each partition's newest segment, open for appending.
-    """
+) -> None:
+    """Apply the recovery rules of the module docstring. Segments whose ``_pm`` names their
+    listed size are left closed; the others are opened (recovered), rolled back, closed."""
     retired = {r.path for r in record.retired}
-    active: dict[str, LiveFile] = {}
-    try:
-        for child in sorted(p for p in path.iterdir() if p.is_dir() and p.name[0] not in "._"):
-            segments = record.partitions.get(child.name)
-            if segments is None:  # only unpublished segments
-                delete_segment(child)
-                continue
-            listed = {segment.name: segment for segment in segments}
-            for entry in sorted(child.iterdir()):
-                if entry.is_dir() and segment_number(entry.name) is not None:
-                    known = entry.name in listed or f"{child.name}/{entry.name}" in retired
-                    if not known:
-                        delete_segment(entry)
-            for segment in segments[:-1]:
-                directory = child / segment.name
-                if _committed_size(directory) != segment.size:
-                    live = await _open_at(
-                        directory, segment.size, schema, write_options, encryption
-                    )
-                    await live.close()
-            newest = segments[-1]
-            active[child.name] = await _open_at(
-                child / newest.name, newest.size, schema, write_options, encryption
-            )
-        missing = set(record.partitions) - set(active)
-        if missing:
-            raise CorruptFileError(
-                f"Partition(s) {sorted(missing)} listed in _txn are missing from {str(path)!r}.", 0
-            )
-    except BaseException:
-        for live in active.values():
-            await live.close()
-        raise
-    return active
+    for child in sorted(p for p in path.iterdir() if p.is_dir() and p.name[0] not in "._"):
+        segments = record.partitions.get(child.name)
+        if segments is None:  # only unpublished segments
+            delete_segment(child)
+            continue
+        listed = {segment.name for segment in segments}
+        for entry in sorted(child.iterdir()):
+            unpublished = entry.name not in listed and f"{child.name}/{entry.name}" not in retired
+            if entry.is_dir() and segment_number(entry.name) is not None and unpublished:
+                delete_segment(entry)
+        for segment in segments:
+            directory = child / segment.name
+            if _committed_size(directory) != segment.size:
+                live = await _open_at(directory, segment.size, schema, write_options, encryption)
+                await live.close()
+    missing = [name for name in record.partitions if not (path / name).is_dir()]
+    if missing:
+        raise CorruptFileError(
+            f"Partition(s) {sorted(missing)} listed in _txn are missing from {str(path)!r}.", 0
+        )
+    if record.partitions:  # one segment opened now: encryption settings that do not fit fail here
+        newest = max(record.partitions)
+        segment = record.partitions[newest][-1]
+        live = await _open_at(
+            path / newest / segment.name, segment.size, schema, write_options, encryption
+        )
+        await live.close()
 
 
 def sweep_retired(

@@ -206,7 +206,7 @@ async def _open_locked(
                 f"{record.timestamp!r}; it cannot change to {partition_by!r} on {timestamp!r}."
             )
         schema = stored
-        active = await recover_segments(directory, record, schema, write_options, encryption)
+        await recover_segments(directory, record, schema, write_options, encryption)
     else:
         if schema is None:
             raise ConfigError(f"A new table at {str(directory)!r} needs a schema.")
@@ -215,12 +215,10 @@ async def _open_locked(
             schema=encode_arrow_schema(schema), timestamp=timestamp, partition_by=partition_by
         )
         await anyio.to_thread.run_sync(write_txn, directory, record)
-        active = {}
     table = Table(
         directory,
         record,
         schema,
-        active,
         executor or InlineExecutor(),
         executor is None,
         settings,

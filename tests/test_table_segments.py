@@ -4,10 +4,12 @@ segments, the table writer lock, pinned snapshots."""
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 from typing import Any
 
 import anyio
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -174,3 +176,33 @@ def test_background_commits_lagging_behind_a_roll_over(tmp_path: Path) -> None:
     _run(go)
     assert streamwrite.read_table(path).equals(TABLE.slice(0, 2000))
     assert len(_record(path).partitions["all"]) == 10
+
+
+def test_reopening_opens_no_segment_until_its_partition_is_written(tmp_path: Path) -> None:
+    """A table of many partitions opens no file per partition; the first append to one
+    continues its newest segment."""
+    path = tmp_path / "t"
+    day_ns = 86_400 * 10**9
+    ts = pa.array(np.arange(200, dtype=np.int64) * day_ns, pa.timestamp("ns"))  # 200 days
+    data = TABLE.slice(0, 200).set_column(0, "ts", ts)
+
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    async def go() -> None:
+        options: dict[str, Any] = {"compaction_interval": None}
+        async with await open_table(
+            path, data.schema, timestamp="ts", partition_by="day", **options
+        ) as table:
+            await table.append(data, app_id="a", batch_id=0)
+        before = open_fds()
+        table = await open_table(path, **options)
+        assert open_fds() - before <= 3  # the lock (and a moment's file), not 2 per partition
+        await table.append(data.slice(5, 1), app_id="a", batch_id=1)
+        assert [s.name for s in table.record.partitions["1970-01-06"]] == ["seg-000000"]
+        await table.close()
+
+    _run(go)
+    got = streamwrite.read_table(path)
+    assert got.num_rows == 201
+    assert streamwrite.read_table(path / "1970-01-06" / "seg-000000").num_rows == 2
