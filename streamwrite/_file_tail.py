@@ -88,10 +88,16 @@ def committed_size(directory: Path) -> int:
 
     Raises:
         CorruptFileError: ``_pm`` is missing or unreadable (reopening the live file rebuilds it).
+        ConfigError: ``directory`` is a table's partition (segments inside, no ``_pm``).
     """
     try:
         data = (directory / LiveFileName.PM.value).read_bytes()
     except OSError as exc:
+        if (directory.parent / "_txn").is_file() or any(directory.glob("seg-*")):
+            raise ConfigError(
+                f"{str(directory)!r} is a partition of a table, not a live file: read the "
+                "table's directory (its _txn names the committed segments)."
+            ) from exc
         raise CorruptFileError(
             f"The live file {str(directory)!r} has no readable _pm: {exc}.", 0
         ) from exc

@@ -206,3 +206,16 @@ def test_reopening_opens_no_segment_until_its_partition_is_written(tmp_path: Pat
     got = streamwrite.read_table(path)
     assert got.num_rows == 201
     assert streamwrite.read_table(path / "1970-01-06" / "seg-000000").num_rows == 2
+
+
+def test_reading_a_partition_directory_says_to_read_the_table(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+
+    async def go() -> None:
+        async with await open_table(path, TABLE.schema, compaction_interval=None) as table:
+            await table.append(TABLE.slice(0, 10), app_id="a", batch_id=0)
+
+    _run(go)
+    with pytest.raises(ConfigError, match="partition of a table"):
+        streamwrite.read_table(path / "all")
+    assert streamwrite.read_table(path / "all" / "seg-000000").num_rows == 10
