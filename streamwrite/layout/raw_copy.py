@@ -94,18 +94,33 @@ def _chunk_start(meta: t.ColumnMetaData, where: str) -> tuple[int, int | None]:
     return dictionary, dictionary
 
 
+def _page_index(
+    read_at: ReadAt,
+    cls: type[_T],
+    offset: int | None,
+    length: int | None,
+    file_size: int,
+    what: str,
+) -> _T | None:
+    """A ColumnIndex or OffsetIndex at ``offset`` (``length`` bytes), or None without one."""
+    if offset is None:
+        return None
+    if length is None:
+        raise CorruptFileError(f"{what} has an offset but no length.", offset)
+    index, _ = _decode(cls, _read(read_at, offset, length, file_size, what), offset, what)
+    return index
+
+
 def _offset_index(
     read_at: ReadAt, column: t.ColumnChunk, start: int, size: int, file_size: int, where: str
 ) -> t.OffsetIndex | None:
     """The chunk's OffsetIndex with page offsets relative to ``start``, or None."""
-    offset = column.offset_index_offset
-    if offset is None:
-        return None
     what = f"The OffsetIndex of {where}"
+    offset = column.offset_index_offset
     length = column.offset_index_length
-    if length is None:
-        raise CorruptFileError(f"{what} has an offset but no length.", offset)
-    index, _ = _decode(t.OffsetIndex, _read(read_at, offset, length, file_size, what), offset, what)
+    index = _page_index(read_at, t.OffsetIndex, offset, length, file_size, what)
+    if index is None:
+        return None
     locations = []
     for n, location in enumerate(index.page_locations or []):
         page_offset, page_size = location.offset, location.compressed_page_size
@@ -123,22 +138,6 @@ def _offset_index(
             )
         locations.append(replace(location, offset=page_offset - start))
     return replace(index, page_locations=locations)
-
-
-def _column_index(
-    read_at: ReadAt, column: t.ColumnChunk, file_size: int, where: str
-) -> t.ColumnIndex | None:
-    """The chunk's ColumnIndex (it holds no offsets), or None."""
-    offset = column.column_index_offset
-    if offset is None:
-        return None
-    what = f"The ColumnIndex of {where}"
-    length = column.column_index_length
-    if length is None:
-        raise CorruptFileError(f"{what} has an offset but no length.", offset)
-    data = _read(read_at, offset, length, file_size, what)
-    index, _ = _decode(t.ColumnIndex, data, offset, what)
-    return index
 
 
 def _bloom_filter(
@@ -228,7 +227,14 @@ def copy_column_chunk(
     return EncodedChunk(
         data=data,
         meta_data=relative,
-        column_index=_column_index(read_at, column, file_size, where),
+        column_index=_page_index(
+            read_at,
+            t.ColumnIndex,
+            column.column_index_offset,
+            column.column_index_length,
+            file_size,
+            f"The ColumnIndex of {where}",
+        ),
         offset_index=_offset_index(read_at, column, start, size, file_size, where),
         bloom_filter=_bloom_filter(read_at, meta, file_size, where),
     )
