@@ -309,6 +309,19 @@ class ParquetFile:
     def _chunk_meta(self, i: int, spec: ColumnSpec) -> t.ColumnMetaData:
         return self.column_metadata(i, spec.index)
 
+    def _typed_chunk_meta(self, i: int, spec: ColumnSpec) -> tuple[t.ColumnMetaData, str]:
+        """The chunk's metadata, checked to have the schema's physical type, and how error
+        messages name the chunk."""
+        meta = self._chunk_meta(i, spec)
+        where = f"Column {spec.name!r} of row group {i}"
+        if meta.type != spec.physical_type:
+            raise CorruptFileError(
+                f"{where} has physical type {meta.type} in its metadata but "
+                f"{spec.physical_type.name} in the schema.",
+                self.footer_offset,
+            )
+        return meta, where
+
     def decode_column_chunk(self, i: int, spec: ColumnSpec) -> DecodedChunk:
         """Decode the pages of column ``spec`` in row group ``i`` (physical values, levels, pages).
 
@@ -321,15 +334,8 @@ class ParquetFile:
             EncryptionError: an encrypted chunk without keys, a wrong key, or a module that
                 does not decrypt (tampered or moved); the message names the module.
         """
-        meta = self._chunk_meta(i, spec)
+        meta, where = self._typed_chunk_meta(i, spec)
         cipher = self.chunk_decryptor(i, spec.index)
-        where = f"Column {spec.name!r} of row group {i}"
-        if meta.type != spec.physical_type:
-            raise CorruptFileError(
-                f"{where} has physical type {meta.type} in its metadata but "
-                f"{spec.physical_type.name} in the schema.",
-                self.footer_offset,
-            )
         num_rows = (self.metadata.row_groups or [])[i].num_rows
         if meta.num_values == 0:
             # Nothing to read: some writers give empty chunks no valid page offsets at all.
@@ -372,14 +378,7 @@ class ParquetFile:
         """
         if self.chunk_decryptor(i, spec.index) is not None:
             raise UnsupportedError(f"Column {spec.name!r} of row group {i} is encrypted.")
-        meta = self._chunk_meta(i, spec)
-        where = f"Column {spec.name!r} of row group {i}"
-        if meta.type != spec.physical_type:
-            raise CorruptFileError(
-                f"{where} has physical type {meta.type} in its metadata but "
-                f"{spec.physical_type.name} in the schema.",
-                self.footer_offset,
-            )
+        meta, where = self._typed_chunk_meta(i, spec)
         num_rows = (self.metadata.row_groups or [])[i].num_rows or 0
         start, size = self.chunk_range(i, spec)
         return SourceChunk(
