@@ -53,10 +53,10 @@ import anyio
 from streamwrite._compaction_merge import Merger, merge_segment
 from streamwrite._live_keys import decryption_for
 from streamwrite._table_open import delete_segment
-from streamwrite.errors import ConfigError
+from streamwrite.errors import ConfigError, CorruptFileError
+from streamwrite.format.sidecar import read_sidecar
 from streamwrite.layout.actions import LiveFileName
 from streamwrite.layout.txn import Segment
-from streamwrite.live_info import snapshots_from_sidecar
 from streamwrite.reader import ParquetFile
 
 if TYPE_CHECKING:
@@ -175,18 +175,21 @@ class CompactionResult:
 
 
 def segment_info(directory: Path, size: int, decryption: Any = None) -> SegmentInfo:
-    """Read a segment's footer (at committed ``size``) and footer chain (from ``_pm``).
+    """Read a segment's footer (at committed ``size``); its dead bytes are the ``unused_bytes``
+    the ``_pm`` footer of that commit records.
 
     Raises:
-        CorruptFileError, EncryptionError: as for reading the segment.
+        CorruptFileError, EncryptionError: as for reading the segment (or its ``_pm`` does not
+            record a commit of ``size`` bytes).
     """
     with ParquetFile(directory, snapshot=size, decryption=decryption) as pf:
         rows = tuple(rg.num_rows or 0 for rg in pf.metadata.row_groups or [])
         encrypted = pf.encryption_algorithm is not None
-        pm_data = (directory / LiveFileName.PM.value).read_bytes()
-        sizes = [s.parquet_size for s in snapshots_from_sidecar(pm_data) if s.parquet_size < size]
-        dead = sum(8 + int.from_bytes(pf.read_bytes(end - 8, 4), "little") for end in sizes)
-    return SegmentInfo(directory.name, size, rows, dead, encrypted)
+    sidecar = read_sidecar((directory / LiveFileName.PM.value).read_bytes())
+    footer = next((f for _, f in sidecar.footers if f.parquet_file_size == size), None)
+    if footer is None:
+        raise CorruptFileError(f"{str(directory)!r} has no commit of {size} bytes in its _pm.", 0)
+    return SegmentInfo(directory.name, size, rows, footer.unused_bytes, encrypted)
 
 
 def _small(rows: int, target: int, policy: CompactionPolicy) -> bool:
