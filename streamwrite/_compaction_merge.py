@@ -119,7 +119,7 @@ class _Slot:
     def __init__(self, row_group: EncodedRowGroup | None = None) -> None:
         self.row_group = row_group
         self.done = anyio.Event()
-        self.error: BaseException | None = None
+        self.error: Exception | None = None
         if row_group is not None:
             self.done.set()
 
@@ -142,8 +142,7 @@ class Merger:
     commit does not force everything after it through the encoder.
 
     Up to ``MAX_ENCODING`` row groups are encoded by the executor while the next ones are
-    read (decoding stays in this process); slots keep their order, and whatever is ready is
-    committed every ``COMMIT_BYTES``.
+    read; slots keep their order, and whatever is ready is committed every ``COMMIT_BYTES``.
     """
 
     def __init__(
@@ -240,7 +239,7 @@ class Merger:
         async def encode() -> None:
             try:
                 slot.row_group = (await _run_largest_first(table, jobs), num_rows)
-            except BaseException as exc:
+            except Exception as exc:  # raised to the merger; cancellation propagates
                 slot.error = exc
             finally:
                 self._encoding.release()
@@ -291,11 +290,6 @@ class Merger:
         return self._live.last_commit.parquet_size
 
 
-def _read_arrow(pf: ParquetFile, index: int) -> pa.Table:
-    """Decode row group ``index`` here (encrypted sources, or a sort: Arrow is needed)."""
-    return pf.read_row_group(index)
-
-
 def _raw_row_group(pf: ParquetFile, index: int, size: int) -> EncodedRowGroup:
     row_group = (pf.metadata.row_groups or [])[index]
     chunks = copy_row_group(
@@ -330,7 +324,8 @@ async def merge_segment(
                     await merger.flush_held_back()
                     await merger.add_raw(row_group)
             if not raw:
-                reader = _read_sources if merger.physical else _read_arrow
+                # encrypted sources, or a sort: decoded here into Arrow
+                reader = _read_sources if merger.physical else ParquetFile.read_row_group
                 rows_read = await anyio.to_thread.run_sync(reader, pf, index)
                 await merger.add_rows(rows_read, absorb=full)
     finally:

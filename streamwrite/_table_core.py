@@ -12,6 +12,7 @@ import anyio
 import pyarrow as pa
 from anyio.abc import TaskGroup
 
+from streamwrite._live_keys import decryption_for
 from streamwrite._pool import Executor
 from streamwrite._table_open import TableLock, segment_numbers, sweep_retired
 from streamwrite._table_state import (
@@ -70,6 +71,8 @@ class Table:
         self.schema = schema
         self.settings = settings
         self.encryption = encryption
+        self.decryption = None if encryption is None else decryption_for(encryption)
+        """Reads the table's segments (compaction)."""
         self._record = record
         self._active: dict[str, LiveFile] = {}
         """The newest segment of each partition appended to since open, open for appending
@@ -322,12 +325,11 @@ class Table:
                         written.setdefault(name, []).append(
                             Segment(live.path.name, commit.parquet_size)
                         )
-                record = self._record.next(written, unit.app_id, unit.batch_id)
-                await anyio.to_thread.run_sync(write_txn, self.path, record)
             except BaseException as exc:
                 self._poisoned = exc
                 raise
-            self._record = record
+            record = self._record.next(written, unit.app_id, unit.batch_id)
+            await self._publish(record)
             await self._close_sealed(unit)
             seconds = time.perf_counter() - started
             self.metrics.commits += 1

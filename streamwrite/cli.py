@@ -19,6 +19,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -354,7 +355,7 @@ def _compact(args: argparse.Namespace) -> int:
 
     outcome = anyio.run(run)
     if args.json:
-        print(json.dumps([_jsonable(item) for item in outcome], indent=2))
+        print(json.dumps([asdict(item) for item in outcome], indent=2))
     elif args.status:
         for status in outcome:
             verdict = f"compact {', '.join(status.merge)}" if status.compact else "leave"
@@ -376,12 +377,6 @@ def _compact(args: argparse.Namespace) -> int:
             "a later compact or open of the table deletes them"
         )
     return 0
-
-
-def _jsonable(item: Any) -> Any:
-    from dataclasses import asdict
-
-    return asdict(item)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -51,7 +51,6 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from streamwrite._compaction_merge import Merger, merge_segment
-from streamwrite._live_keys import decryption_for
 from streamwrite._table_open import delete_segment
 from streamwrite.errors import ConfigError, CorruptFileError
 from streamwrite.format.sidecar import read_sidecar
@@ -192,11 +191,16 @@ def segment_info(directory: Path, size: int, decryption: Any = None) -> SegmentI
     return SegmentInfo(directory.name, size, rows, footer.unused_bytes, encrypted)
 
 
+def _target_rows(table: Table, policy: CompactionPolicy) -> int:
+    """Rows per merged row group: the policy's, else the table's ``row_group_size``."""
+    return policy.target_row_group_rows or table.options.row_group_size
+
+
 def _small(rows: int, target: int, policy: CompactionPolicy) -> bool:
     return rows < policy.small_fraction * target
 
 
-def _needs_work(info: SegmentInfo, target: int, policy: CompactionPolicy) -> list[str]:
+def _needs_work(info: SegmentInfo, policy: CompactionPolicy) -> list[str]:
     reasons = []
     if info.size and info.dead_bytes / info.size > policy.dead_ratio:
         reasons.append(f"{info.name}: dead bytes {info.dead_bytes / info.size:.0%} of the file")
@@ -224,13 +228,10 @@ def plan_partition(
     run is merged whatever the thresholds say.
     """
     candidates = segments[:eligible]
-    limits = [reason for info in candidates for reason in _needs_work(info, target_rows, policy)]
+    over_limits = [_needs_work(info, policy) for info in candidates]
+    limits = [reason for reasons in over_limits for reason in reasons]
     num_small = [sum(_small(r, target_rows, policy) for r in c.row_group_rows) for c in candidates]
-    work = [
-        i
-        for i, info in enumerate(candidates)
-        if num_small[i] or _needs_work(info, target_rows, policy)
-    ]
+    work = [i for i in range(len(candidates)) if num_small[i] or over_limits[i]]
     run = range(work[0], work[-1] + 1) if work else range(0)
     improves = len(run) >= 2 or sum(num_small[i] for i in run) >= 2 or bool(limits)
     reasons = list(limits)
@@ -266,8 +267,7 @@ async def compact_partition(
     started = time.perf_counter()
     partition = status.partition
     infos = [info for info in status.segments if info.name in status.merge]
-    target_rows = policy.target_row_group_rows or table.options.row_group_size
-    decryption = None if table.encryption is None else decryption_for(table.encryption)
+    target_rows = _target_rows(table, policy)
     step("write")
     live = await table.new_segment(partition)
     small_rows = policy.small_fraction * target_rows
@@ -280,10 +280,14 @@ async def compact_partition(
             for info in infos:
                 directory = table.path / partition / info.name
                 await merge_segment(
-                    merger, directory, info.size, info.row_group_rows, info.encrypted, decryption
+                    merger,
+                    directory,
+                    info.size,
+                    info.row_group_rows,
+                    info.encrypted,
+                    table.decryption,
                 )
             size = await merger.finish(table.timestamp)
-        await live.close()
         step("swap")
         merged = Segment(live.path.name, size)
         attempted = True
@@ -316,9 +320,10 @@ async def _segment_info(table: Table, partition: str, segment: Segment) -> Segme
     key = (partition, segment.name, segment.size)
     info = table.segment_infos.get(key)
     if info is None:
-        decryption = None if table.encryption is None else decryption_for(table.encryption)
         directory = table.path / partition / segment.name
-        info = await anyio.to_thread.run_sync(segment_info, directory, segment.size, decryption)
+        info = await anyio.to_thread.run_sync(
+            segment_info, directory, segment.size, table.decryption
+        )
         table.segment_infos[key] = info
     return info
 
@@ -330,18 +335,14 @@ async def partition_status(
     the newest segment without waiting for ``idle_seconds``; ``seal``: seal it if taken)."""
     idle = None if explicit else policy.idle_seconds
     newest = table.record.partitions[partition][-1]
-    if idle is not None and _needs_work(
-        await _segment_info(table, partition, newest),
-        policy.target_row_group_rows or table.options.row_group_size,
-        policy,
-    ):
+    if idle is not None and _needs_work(await _segment_info(table, partition, newest), policy):
         idle = None  # past a dead-byte or row-group limit: take it without waiting
     segments, eligible = await table.eligible_segments(partition, idle, seal)
     infos = [await _segment_info(table, partition, segment) for segment in segments]
     current = {(partition, segment.name, segment.size) for segment in segments}
     for key in [k for k in table.segment_infos if k[0] == partition and k not in current]:
         del table.segment_infos[key]  # older sizes of the newest segment, retired segments
-    target = policy.target_row_group_rows or table.options.row_group_size
+    target = _target_rows(table, policy)
     return plan_partition(partition, tuple(infos), eligible, target, policy, force=explicit)
 
 
