@@ -247,6 +247,30 @@ async def timed_compact(
     return seconds, results
 
 
+def compaction_variant(
+    workdir: Path,
+    data: pa.Table,
+    checked: set[str],
+    name: str,
+    policy: CompactionPolicy | None,
+    executor: Any = None,
+    **options: Any,
+) -> Callable[[], Awaitable[tuple[float, Any]]]:
+    """One timed ``compact()`` of a fresh copy of ``workdir/base`` (its output is checked
+    against ``data`` the first time ``name`` runs)."""
+
+    async def go() -> tuple[float, Any]:
+        copy = fresh_copy(workdir / "base", workdir / "work")
+        seconds, results = await timed_compact(copy, policy, executor, **options)
+        assert len(results) == 1 and results[0].num_rows == data.num_rows, results
+        if name not in checked:
+            checked.add(name)
+            _check_compacted(copy, data)
+        return seconds, results
+
+    return go
+
+
 def _segment_source(path: Path, size: int) -> Any:
     """``data.parquet`` for pyarrow at its committed ``size`` (the path when that is the whole
     file, which it is for every closed segment)."""
@@ -384,16 +408,7 @@ async def run_reencode(
     pool = await ProcessPool.open(2)
 
     def compaction(name: str, executor: Any) -> Callable[[], Awaitable[tuple[float, Any]]]:
-        async def go() -> tuple[float, Any]:
-            copy = fresh_copy(workdir / "base", workdir / "work")
-            seconds, results = await timed_compact(copy, None, executor)
-            assert len(results) == 1 and results[0].num_rows == data.num_rows, results
-            if name not in checked:
-                checked.add(name)
-                _check_compacted(copy, data)
-            return seconds, results
-
-        return go
+        return compaction_variant(workdir, data, checked, name, None, executor)
 
     def pyarrow_variant(use_threads: bool) -> Callable[[], Awaitable[tuple[float, Any]]]:
         async def go() -> tuple[float, Any]:
@@ -561,16 +576,7 @@ async def run_raw(args: argparse.Namespace, workdir: Path) -> tuple[list[str], l
     checked: set[str] = set()
 
     def compaction(name: str, policy: CompactionPolicy) -> Callable[[], Awaitable[Any]]:
-        async def go() -> tuple[float, Any]:
-            copy = fresh_copy(workdir / "base", workdir / "work")
-            seconds, results = await timed_compact(copy, policy, row_group_size=rg)
-            assert len(results) == 1 and results[0].num_rows == data.num_rows, results
-            if name not in checked:
-                checked.add(name)
-                _check_compacted(copy, data)
-            return seconds, results
-
-        return go
+        return compaction_variant(workdir, data, checked, name, policy, row_group_size=rg)
 
     async def pyarrow_variant() -> tuple[float, Any]:
         out = workdir / "pyarrow.parquet"
