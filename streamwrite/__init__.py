@@ -40,6 +40,8 @@ _EXPORTS = {
     "ChecksumError": "streamwrite.errors",
     "LimitError": "streamwrite.errors",
     "StreamwriteIOError": "streamwrite.errors",
+    "StateError": "streamwrite.errors",
+    "StaleBatchError": "streamwrite.errors",
 }
 
 __all__ = [
@@ -61,6 +63,8 @@ __all__ = [
     "SchemaError",
     "Snapshot",
     "SortingColumn",
+    "StaleBatchError",
+    "StateError",
     "StreamwriteError",
     "StreamwriteIOError",
     "Table",
@@ -86,6 +90,8 @@ if TYPE_CHECKING:
         FormatError,
         LimitError,
         SchemaError,
+        StaleBatchError,
+        StateError,
         StreamwriteError,
         StreamwriteIOError,
         UnsupportedError,

@@ -44,7 +44,7 @@ from typing import Protocol
 import anyio
 
 from streamwrite._pool_gate import URGENT, PriorityGate
-from streamwrite.errors import ConfigError, StreamwriteError
+from streamwrite.errors import ConfigError, StateError, StreamwriteError
 from workers.chunk import EncodedChunk
 from workers.jobs import Job, run_job
 from workers.shm import Reply, job_nbytes, pack_job, worker_main
@@ -515,15 +515,16 @@ class ProcessPool:
             The encoded chunk, equal to ``run_job(job)``.
 
         Raises:
-            WorkerError: the worker died while running the job, or the pool is closed.
+            WorkerError: the worker died while running the job.
+            StateError: the pool is closed.
             Exception: whatever ``run_job`` raised in the worker (same type and message).
         """
         if self._closing:
-            raise WorkerError("The process pool is closed.")
+            raise StateError("The process pool is closed.")
         await self._gate.acquire(priority)
         try:
             if self._closing:
-                raise WorkerError("The process pool was closed before this job could start.")
+                raise StateError("The process pool was closed before this job could start.")
             slot = self._slots.pop()
             try:
                 await self._make_ready(slot)

@@ -38,7 +38,7 @@ from streamwrite.compaction import (
     run_compactor,
 )
 from streamwrite.encryption import FileEncryption
-from streamwrite.errors import ConfigError, StreamwriteIOError
+from streamwrite.errors import ConfigError, StateError
 from streamwrite.layout.partitioning import split_by_partition
 from streamwrite.layout.txn import Segment, TxnRecord, segment_name
 from streamwrite.live import EncodedRowGroup, LiveFile
@@ -197,9 +197,9 @@ class Table:
 
     def _check(self) -> None:
         if self._closed:
-            raise StreamwriteIOError(f"The table {str(self.path)!r} is closed.")
+            raise StateError(f"The table {str(self.path)!r} is closed.")
         if self._poisoned is not None:
-            raise StreamwriteIOError(
+            raise StateError(
                 f"The table {str(self.path)!r} failed a commit ({self._poisoned}); "
                 "reopen it to roll back to its last commit."
             ) from self._poisoned
@@ -232,7 +232,8 @@ class Table:
 
         Raises:
             SchemaError: the data does not match the table schema.
-            StreamwriteIOError: a commit failed (the table is poisoned), or it is closed.
+            StateError: an earlier commit failed (the table is poisoned), or it is closed.
+            StreamwriteIOError: this commit failed (the table is poisoned from now on).
         """
         self._check()
         if (app_id is None) != (batch_id is None):

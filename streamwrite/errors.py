@@ -12,6 +12,8 @@ Every error the library raises on purpose derives from :class:`StreamwriteError`
     +-- LimitError (ValueError)           input would exceed a configured safety limit
     +-- EncryptionError                   a module fails to decrypt/authenticate, or keys are wrong
     +-- StreamwriteIOError (OSError)      an I/O step failed
+    +-- StateError (RuntimeError)         the object is closed, busy, or poisoned by a failed write
+    +-- StaleBatchError                   a batch id below the last one committed for its app id
 
 ``UnsupportedError`` is also raised for codecs (LZO) and types (nested) we do not handle.
 Every exception pickles and unpickles to an equal exception, so it survives the process pool.
@@ -29,6 +31,8 @@ __all__ = [
     "FormatError",
     "LimitError",
     "SchemaError",
+    "StaleBatchError",
+    "StateError",
     "StreamwriteError",
     "StreamwriteIOError",
     "UnsupportedError",
@@ -84,3 +88,29 @@ class EncryptionError(StreamwriteError):
 
 class StreamwriteIOError(StreamwriteError, OSError):
     """An I/O step (write, fsync, read) failed."""
+
+
+class StateError(StreamwriteError, RuntimeError):
+    """The object cannot take this call in its state: it is closed, busy with another call, or
+    poisoned by an earlier failed write or sync (that failure is chained as ``__cause__``).
+    A poisoned object accepts nothing more; reopen it to recover to its last commit."""
+
+
+class StaleBatchError(StreamwriteError):
+    """A batch id is below the last one committed for its app id: not a replay (which is the
+    last id itself), so most likely a query restarted from a new checkpoint under the same
+    app id. ``app_id``, ``batch_id`` and ``last_batch_id`` name the conflict."""
+
+    def __init__(self, app_id: str, batch_id: int, last_batch_id: int) -> None:
+        super().__init__(app_id, batch_id, last_batch_id)
+        self.app_id = app_id
+        self.batch_id = batch_id
+        self.last_batch_id = last_batch_id
+
+    def __str__(self) -> str:
+        return (
+            f"Batch id {self.batch_id} of app id {self.app_id!r} is below the last committed "
+            f"batch id {self.last_batch_id}: it is not a replay of the last batch, so its rows "
+            "would be dropped. A query restarted from a new checkpoint needs a new app id; pass "
+            "on_stale='skip' to skip such batches anyway."
+        )

@@ -44,6 +44,7 @@ from streamwrite.errors import (
     ConfigError,
     CorruptFileError,
     EncryptionError,
+    StateError,
     StreamwriteError,
 )
 from streamwrite.format.sidecar import SidecarWriter, read_sidecar
@@ -377,7 +378,7 @@ class LiveFile:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise StreamwriteError(f"The live file {str(self.path)!r} is closed.")
+            raise StateError(f"The live file {str(self.path)!r} is closed.")
 
     async def append(self, data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -> Commit:
         """Append rows as one or more row groups and commit them durably.
@@ -390,8 +391,8 @@ class LiveFile:
             LimitError: an encrypted file would need a row group ordinal above 32767 (nothing
                 is written; compact the file first).
             StreamwriteIOError: a write or fsync failed; the LiveFile is then poisoned and
-                every later append, commit or rollback raises (reads of what was committed
-                still work). Reopen it to recover to the last commit.
+                every later append, commit or rollback raises StateError (reads of what was
+                committed still work). Reopen it to recover to the last commit.
         """
         self._check_open()
         table = as_table(data, self.schema, "the live file")

@@ -27,11 +27,12 @@ def test_public_names_resolve_and_match_the_lazy_table() -> None:
 def test_every_error_is_a_streamwrite_error_and_survives_pickling(name: str) -> None:
     cls = getattr(errors, name)
     assert issubclass(cls, errors.StreamwriteError)
-    exc = (
-        cls("Column 'x' is broken.", 1234)
-        if issubclass(cls, errors.CorruptFileError)
-        else cls("Column 'x' is broken.")
-    )
+    if issubclass(cls, errors.CorruptFileError):
+        exc = cls("Column 'x' is broken.", 1234)
+    elif cls is errors.StaleBatchError:
+        exc = cls("job-1", 3, 17)
+    else:
+        exc = cls("Column 'x' is broken.")
     back = pickle.loads(pickle.dumps(exc))
     assert type(back) is cls
     assert str(back) == str(exc)
@@ -41,6 +42,7 @@ def test_error_families_subclass_the_builtin_exceptions_callers_catch() -> None:
     assert issubclass(errors.ConfigError, ValueError)
     assert issubclass(errors.SchemaError, ValueError)
     assert issubclass(errors.StreamwriteIOError, OSError)
+    assert issubclass(errors.StateError, RuntimeError)
     assert str(errors.CorruptFileError("Bad page.", 77)) == "Bad page. (at byte offset 77)"
 
 

@@ -27,7 +27,7 @@ from streamwrite._pool import (
     ProcessPool,
     WorkerError,
 )
-from streamwrite.errors import ConfigError
+from streamwrite.errors import ConfigError, StateError
 from streamwrite.format.enums import Encoding
 from streamwrite.options import make_write_options
 from streamwrite.schema import arrow_to_parquet
@@ -302,7 +302,7 @@ def test_closed_pool_refuses_jobs_and_close_is_idempotent() -> None:
         assert pool.size == 1
         await pool.aclose()
         await pool.aclose()
-        with pytest.raises(WorkerError, match="closed"):
+        with pytest.raises(StateError, match="closed"):
             await pool.run(job)
 
     run(main)
@@ -321,6 +321,7 @@ SHUTDOWN_SCRIPT = textwrap.dedent(
     import anyio
     from tests.test_pool import SleepJob, SuicideJob, _jobs
     from streamwrite._pool import ProcessPool, WorkerError
+    from streamwrite.errors import StateError
     from streamwrite.testing import reference_table
 
     async def main(start_method):
@@ -347,7 +348,7 @@ SHUTDOWN_SCRIPT = textwrap.dedent(
         async def run_all_until_closed():
             try:
                 await pool.run_all(jobs)
-            except WorkerError as exc:
+            except StateError as exc:
                 assert "closed" in str(exc), exc
 
         async with anyio.create_task_group() as tg:

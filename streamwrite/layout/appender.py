@@ -45,7 +45,11 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from streamwrite.errors import EncryptionError, LimitError, StreamwriteError, StreamwriteIOError
+from streamwrite.errors import (
+    EncryptionError,
+    LimitError,
+    StateError,
+)
 from streamwrite.format import structs as t
 from streamwrite.format.aad import MAX_ORDINAL, ModuleType
 from streamwrite.format.sidecar import (
@@ -352,14 +356,14 @@ class Appender:
         return appender, pending
 
     def check_ready(self) -> None:
-        """Raise unless a commit can start (StreamwriteIOError once poisoned)."""
+        """Raise StateError unless a commit can start (poisoned, or a commit in progress)."""
         if self.state == AppenderState.POISONED:
-            raise StreamwriteIOError(
+            raise StateError(
                 "This live file failed an earlier commit and accepts nothing more; "
                 "reopen it to recover to its last commit."
             )
         if self.state != AppenderState.READY:
-            raise StreamwriteError("A commit is already in progress on this live file.")
+            raise StateError("A commit is already in progress on this live file.")
 
     def check_row_group_capacity(self, num_row_groups: int) -> None:
         """Refuse ``num_row_groups`` more row groups if an encrypted file cannot number them.
@@ -395,7 +399,7 @@ class Appender:
             The actions to run and the Commit they produce.
 
         Raises:
-            StreamwriteIOError: the machine is poisoned.
+            StateError: the machine is poisoned.
             LimitError: an encrypted file would need a row group ordinal above 32767.
         """
         self.check_ready()
@@ -468,7 +472,7 @@ class Appender:
         """
         pending = self._pending
         if self.state != AppenderState.COMMITTING or pending is None:
-            raise StreamwriteError("confirm() without a commit in progress.")
+            raise StateError("confirm() without a commit in progress.")
         self.seq = pending.commit.seq
         self.parquet_size = pending.commit.parquet_size
         self.pm_size = pending.pm_size

@@ -16,7 +16,7 @@ import pytest
 
 import streamwrite
 import streamwrite._io
-from streamwrite.errors import StreamwriteIOError
+from streamwrite.errors import StateError, StreamwriteIOError
 from streamwrite.layout.actions import Action, Fsync
 from streamwrite.live import LiveFile
 from tests.live._support import SCHEMA, assert_rows, batch, run
@@ -65,7 +65,7 @@ def test_fsync_error_poisons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ho
             await lf.append(batch(5, 9))
         assert "Fsync" in str(info.value) or "fsync" in str(info.value)
         for _ in range(3):  # poisoned: no retry, nothing more acknowledged
-            with pytest.raises(StreamwriteIOError):
+            with pytest.raises(StateError):
                 await lf.append(batch(5, 6))
         # Readers still see only the previous commit.
         assert_rows(streamwrite.read_table(directory), [0, 5])

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import streamwrite
-from streamwrite.errors import StreamwriteIOError
+from streamwrite.errors import StateError, StreamwriteIOError
 from streamwrite.layout.actions import Action, LiveFileName, WriteAt
 from streamwrite.live import LiveFile
 from tests.live._support import SCHEMA, assert_rows, batch, run
@@ -100,7 +100,7 @@ class LiveFileMachine(RuleBasedStateMachine):
         self.poisoned = True
         committed = any(is_commit_point(a) for a in self.ran)
         self.limbo_rows = rows if committed else None
-        with pytest.raises(StreamwriteIOError):
+        with pytest.raises(StateError):
             run(self.lf.append, batch(start, start + 1))
 
     def _check_reopened(self) -> None:
