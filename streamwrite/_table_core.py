@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -38,7 +39,8 @@ from streamwrite.compaction import (
     run_compactor,
 )
 from streamwrite.encryption import FileEncryption
-from streamwrite.errors import ConfigError, StateError
+from streamwrite.errors import ConfigError, StaleBatchError, StateError
+from streamwrite.layout.batch_ids import BatchDecision, check_batch_id, decide_batch
 from streamwrite.layout.partitioning import split_by_partition
 from streamwrite.layout.txn import Segment, TxnRecord, segment_name
 from streamwrite.live import EncodedRowGroup, LiveFile
@@ -47,6 +49,8 @@ from streamwrite.schema import arrow_to_parquet
 from streamwrite.writer import as_table, row_group_jobs
 
 __all__ = ["KV_TXN", "Table"]
+
+logger = logging.getLogger("streamwrite.table")
 
 KV_TXN = "streamwrite.txn"
 """Footer key/value of a partition commit: the table version and batch id it belongs to."""
@@ -222,41 +226,59 @@ class Table:
         *,
         app_id: str | None = None,
         batch_id: int | None = None,
+        on_stale: str = "error",
     ) -> TableCommit | None:
         """Add rows. With ``app_id`` and ``batch_id`` the rows (and anything buffered) are
-        committed now, exactly once: a batch id already committed for that app id writes
-        nothing and returns a commit with ``skipped=True``.
+        committed now, exactly once. The last batch id committed for that app id again is a
+        replay (Spark's, after a failure): it writes nothing and returns a commit with
+        ``skipped=True``. An id below the last one is not a replay (for instance a query
+        restarted from a new checkpoint under the same app id, whose ids start at 0 again):
+        it raises :class:`~streamwrite.errors.StaleBatchError` and buffers nothing, unless
+        ``on_stale="skip"``, which skips it with a warning (logger ``streamwrite.table``).
 
         Returns:
             The commit when this call committed (or skipped) one, else None.
 
         Raises:
+            ConfigError: ``app_id`` without ``batch_id`` (or the reverse), a negative or
+                non-integer ``batch_id``, or ``on_stale`` not ``"error"`` or ``"skip"``.
+            StaleBatchError: ``batch_id`` is below the last one committed for ``app_id``.
             SchemaError: the data does not match the table schema.
             StateError: an earlier commit failed (the table is poisoned), or it is closed.
             StreamwriteIOError: this commit failed (the table is poisoned from now on).
         """
         self._check()
-        if (app_id is None) != (batch_id is None):
-            raise ConfigError("app_id and batch_id go together.")
+        batch_id = check_batch_id(app_id, batch_id, on_stale)
         table = as_table(data, self.schema, "the table")
         # Once accepted, a batch is buffered (or committed) whole: cancellation waits for that.
         with anyio.CancelScope(shield=True):
-            result = await self._accept(table, app_id, batch_id)
+            result = await self._accept(table, app_id, batch_id, on_stale)
         return result
 
     async def _accept(
-        self, table: pa.Table, app_id: str | None, batch_id: int | None
+        self, table: pa.Table, app_id: str | None, batch_id: int | None, on_stale: str = "error"
     ) -> TableCommit | None:
         async with self._lock:
-            if (
-                app_id is not None
-                and batch_id is not None
-                and self._record.is_applied(app_id, batch_id)
-            ):
-                self.metrics.batches_skipped += 1
-                return TableCommit(
-                    self._record.version, 0, dict(self._record.partitions), skipped=True
-                )
+            if app_id is not None and batch_id is not None:
+                last = self._record.applied.get(app_id)
+                decision = decide_batch(last, batch_id)
+                if decision is BatchDecision.STALE and on_stale == "error":
+                    assert last is not None
+                    raise StaleBatchError(app_id, batch_id, last)
+                if decision is not BatchDecision.NEW:
+                    if decision is BatchDecision.STALE:
+                        logger.warning(
+                            "Skipped batch %d of app id %r (on_stale='skip'): it is below the "
+                            "last committed batch id %s, so its %d rows are not written.",
+                            batch_id,
+                            app_id,
+                            last,
+                            table.num_rows,
+                        )
+                    self.metrics.batches_skipped += 1
+                    return TableCommit(
+                        self._record.version, 0, dict(self._record.partitions), skipped=True
+                    )
             for name, rows in split_by_partition(
                 table, self._record.timestamp, self._record.partition_by
             ):

@@ -49,9 +49,11 @@ query's batches may differ in nullability). TimestampNTZ stays ``timestamp[us]``
 App id. ``app_id`` defaults to ``"spark-"`` and 16 hex digits of the SHA-256 of the table's
 absolute path: stable across restarts of one query, with no setup. It assumes one query (one
 checkpoint) per table. Pass ``app_id`` explicitly when several queries write one table, or when
-a query starts over with a new checkpoint (its batch ids restart at 0 and would all be skipped
-under the old id); a batch id *below* the last one committed is logged as a warning, since a
-Spark replay repeats at most the last batch.
+a query starts over with a new checkpoint (its batch ids restart at 0). A replay of the last
+committed batch id is skipped quietly (that is Spark's replay after a failure); a batch id
+*below* it is not a replay, and the sink raises :class:`~streamwrite.errors.StaleBatchError`
+(Spark fails the query) instead of dropping the batch, unless ``on_stale="skip"`` asks to
+skip such batches with a warning.
 
 Reading with Spark. :func:`read_table_df` reads a committed table snapshot. Spark reads a
 Parquet file from its end, so given a live file's path it sees whatever footer is last when the
@@ -79,7 +81,8 @@ import anyio
 import pyarrow as pa
 
 from streamwrite.errors import ConfigError, SchemaError, UnsupportedError
-from streamwrite.layout.txn import TXN_FILE, decode_txn
+from streamwrite.layout.batch_ids import check_batch_id
+from streamwrite.layout.txn import TXN_FILE
 from streamwrite.table import TableCommit, open_table, read_snapshot
 
 if TYPE_CHECKING:
@@ -181,15 +184,6 @@ def conform(batch: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def _applied_batch_id(path: Path, app_id: str) -> int | None:
-    """The highest batch id the table at ``path`` committed for ``app_id``, if any."""
-    try:
-        data = (path / TXN_FILE).read_bytes()
-    except FileNotFoundError:
-        return None
-    return decode_txn(data).applied.get(app_id)
-
-
 SINK_LOCK_TIMEOUT_SECONDS = 600.0
 """How long a micro-batch waits for the table's writer lock (held by ``streamwrite compact``
 or another writer) before failing; ``lock_timeout=`` in the table options overrides it."""
@@ -202,6 +196,7 @@ async def _append_batch(
     batch_id: int,
     schema: pa.Schema | None,
     table_options: dict[str, Any],
+    on_stale: str,
 ) -> TableCommit:
     """Open (or create) the table, append ``batch`` as ``(app_id, batch_id)``, close it.
 
@@ -213,7 +208,9 @@ async def _append_batch(
     options = {"lock_timeout": SINK_LOCK_TIMEOUT_SECONDS, **table_options}
     table = await open_table(path, create_schema, **options)
     try:
-        commit = await table.append(conform(batch, table.schema), app_id=app_id, batch_id=batch_id)
+        commit = await table.append(
+            conform(batch, table.schema), app_id=app_id, batch_id=batch_id, on_stale=on_stale
+        )
     finally:
         await table.close()
     assert commit is not None  # an append with a batch id always commits (or skips)
@@ -229,6 +226,7 @@ class ForeachBatchSink:
     app_id: str
     schema: pa.Schema | None = None
     table_options: dict[str, Any] = field(default_factory=dict)
+    on_stale: str = "error"
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         """Append one micro-batch exactly once.
@@ -236,6 +234,8 @@ class ForeachBatchSink:
         Raises:
             UnsupportedError: the DataFrame has no ``toArrow`` (pyspark < 4).
             SchemaError: the batch does not fit the table schema.
+            StaleBatchError: ``batch_id`` is below the last one committed for the app id
+                (and ``on_stale`` is ``"error"``): nothing is written.
             StreamwriteIOError: the commit failed (Spark fails the query; on restart it
                 replays the batch, which is then written or skipped).
         """
@@ -248,16 +248,6 @@ class ForeachBatchSink:
         if batch.num_rows == 0:
             logger.info("Batch %d of app %r is empty: nothing to write.", batch_id, self.app_id)
             return
-        applied = _applied_batch_id(self.path, self.app_id)
-        if applied is not None and batch_id < applied:
-            logger.warning(
-                "Batch %d of app %r is below the last committed batch %d and is skipped; a "
-                "Spark replay repeats at most the last batch, so this looks like another query "
-                "or a new checkpoint writing under the same app id (pass app_id=...).",
-                batch_id,
-                self.app_id,
-                applied,
-            )
         commit = anyio.run(
             functools.partial(
                 _append_batch,
@@ -267,6 +257,7 @@ class ForeachBatchSink:
                 int(batch_id),
                 self.schema,
                 self.table_options,
+                self.on_stale,
             )
         )
         logger.info(
@@ -285,6 +276,7 @@ def foreach_batch_sink(
     *,
     app_id: str | None = None,
     schema: pa.Schema | None = None,
+    on_stale: str = "error",
     **table_options: Any,
 ) -> ForeachBatchSink:
     """The function to pass to ``DataStreamWriter.foreachBatch``.
@@ -294,6 +286,9 @@ def foreach_batch_sink(
         app_id: the id batch ids are recorded under; default :func:`default_app_id` of
             ``path`` (one query per table; see the module doc).
         schema: the schema of a new table; default from the first batch.
+        on_stale: ``"error"`` (default): a batch id below the last one committed for
+            ``app_id`` raises :class:`~streamwrite.errors.StaleBatchError`; ``"skip"``: it is
+            skipped with a warning. A replay of the last batch id is always a quiet skip.
         table_options: passed to :func:`streamwrite.table.open_table` (``timestamp``,
             ``partition_by``, write options such as ``compression``).
 
@@ -302,14 +297,15 @@ def foreach_batch_sink(
 
     Raises:
         UnsupportedError: pyspark (>= 4.0) is not installed.
-        ConfigError: an empty ``app_id``.
+        ConfigError: an empty ``app_id``, or ``on_stale`` not ``"error"`` or ``"skip"``.
     """
     _require_pyspark()
     if app_id is not None and not app_id:
         raise ConfigError("app_id must be a non-empty string, got ''.")
+    check_batch_id(None, None, on_stale)
     directory = Path(path)
     return ForeachBatchSink(
-        directory, app_id or default_app_id(directory), schema, dict(table_options)
+        directory, app_id or default_app_id(directory), schema, dict(table_options), on_stale
     )
 
 
@@ -340,5 +336,5 @@ def read_table_df(
     snapshot = read_snapshot(Path(path))
     if via == "arrow" or not snapshot.files:
         return spark.createDataFrame(snapshot.read())
-    files = [str(snapshot.path / name / "data.parquet") for name, _ in snapshot.files]
+    files = [str(data_path) for data_path in snapshot.data_files()]
     return spark.read.parquet(*files)

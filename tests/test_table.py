@@ -125,7 +125,7 @@ def test_replayed_batch_ids_write_nothing(tmp_path: Path) -> None:
         first = await table.append(batch, app_id="job-1", batch_id=5)
         assert first is not None and not first.skipped and first.num_rows == 300
         again = await table.append(batch, app_id="job-1", batch_id=5)
-        older = await table.append(batch, app_id="job-1", batch_id=4)
+        older = await table.append(batch, app_id="job-1", batch_id=4, on_stale="skip")
         assert again is not None and again.skipped and older is not None and older.skipped
         assert table.metrics.batches_skipped == 2
         other = await table.append(batch.slice(0, 10), app_id="job-2", batch_id=5)

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pytest
 
 import streamwrite
+from streamwrite.errors import ConfigError, StaleBatchError
 from streamwrite.layout.txn import TXN_FILE, decode_txn
 from streamwrite.spark import default_app_id, foreach_batch_sink, read_table_df
 from streamwrite.table import read_snapshot
@@ -82,10 +83,17 @@ def test_rerunning_a_batch_id_adds_nothing(
     sink(df, 5)
     assert (version(), streamwrite.read_table(table_path).num_rows) == (1, 500)
     sink(df, 5)  # a replay
-    sink(df, 3)  # a lower id
+    with pytest.raises(StaleBatchError, match="below the last committed batch id 5"):
+        sink(df, 3)  # a lower id: not a replay (a new checkpoint under the same app id?)
     assert (version(), streamwrite.read_table(table_path).num_rows) == (1, 500)
     assert "skipped=True" in caplog.text
-    assert "below the last committed batch 5" in caplog.text
+    caplog.set_level(logging.WARNING, logger="streamwrite.table")
+    skipping = foreach_batch_sink(table_path, app_id="job-1", on_stale="skip")
+    skipping(df, 3)
+    assert (version(), streamwrite.read_table(table_path).num_rows) == (1, 500)
+    assert "below the last committed batch id 5" in caplog.text
+    with pytest.raises(ConfigError, match="on_stale"):
+        foreach_batch_sink(table_path, app_id="job-1", on_stale="drop")
 
     sink(df.limit(0), 6)  # an empty batch is a no-op: nothing committed, nothing recorded
     assert version() == 1
