@@ -43,6 +43,7 @@ from typing import Protocol
 
 import anyio
 
+from streamwrite._main_guard import check_main_guard
 from streamwrite._pool_gate import URGENT, PriorityGate
 from streamwrite.errors import ConfigError, StateError, StreamwriteError
 from workers.chunk import EncodedChunk
@@ -386,9 +387,12 @@ class ProcessPool:
             The running pool.
 
         Raises:
-            ConfigError: ``size`` below 1 or an unusable ``start_method`` (``fork`` is refused).
+            ConfigError: ``size`` below 1, an unusable ``start_method`` (``fork`` is
+                refused), or a call from the main script's top level outside
+                ``if __name__ == "__main__":`` (workers would re-run that code).
             WorkerError: a worker failed to start.
         """
+        check_main_guard("ProcessPool.open()")
         if size is None:
             size = os.cpu_count() or 1
         if size < 1:

@@ -68,6 +68,8 @@ __all__ = [
 
 MAX_SEGMENT_ROW_GROUPS = 32767
 """Row group ordinals are i16 in encryption AADs (DESIGN section 3)."""
+DEFAULT_COMMIT_INTERVAL = 1.0
+"""Seconds: by default appended rows are committed (durable and visible) within about this."""
 
 
 async def open_table(
@@ -79,7 +81,7 @@ async def open_table(
     executor: Executor | None = None,
     commit_rows: int | None = None,
     commit_bytes: int | None = None,
-    commit_interval: float | None = None,
+    commit_interval: float | None = DEFAULT_COMMIT_INTERVAL,
     row_group_bytes: int | None = None,
     segment_row_groups: int = 128,
     compaction: CompactionPolicy | None = None,
@@ -98,7 +100,12 @@ async def open_table(
         executor: where encoding runs (a :class:`streamwrite._pool.ProcessPool`); default an
             inline executor owned by the table.
         commit_rows, commit_bytes, commit_interval: commit when this many rows or bytes are
-            buffered, or this many seconds passed since the last commit.
+            buffered, or this many seconds passed since the last commit. By default rows
+            are committed (durable, and visible to readers) within about
+            ``commit_interval=1.0`` second: inside ``async with`` a timer commits them even
+            when appends stop; outside it the next append, ``flush()`` or ``close()`` does.
+            ``commit_interval=None`` (with no other policy) commits only on ``flush()``,
+            ``close()`` or an append with a batch id.
         row_group_bytes: also cut a row group when a partition buffers this many (Arrow)
             bytes; ``row_group_size`` (rows, a write option) applies too.
         segment_row_groups: row groups per segment: the next one starts a new segment
@@ -126,6 +133,12 @@ async def open_table(
         StreamwriteIOError: another process (or open) writes the table.
     """
     directory = Path(path)
+    if schema is None and not (directory / TXN_FILE).exists():
+        # Checked before anything is created: a mistyped path makes no directory or _lock.
+        raise ConfigError(
+            f"There is no table at {str(directory)!r} (no {TXN_FILE} file); pass a schema to "
+            "create one."
+        )
     for name, value in (
         ("commit_rows", commit_rows),
         ("commit_bytes", commit_bytes),

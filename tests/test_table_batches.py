@@ -1,4 +1,4 @@
-"""Batch ids never drop rows silently (issue 10, item 2).
+"""Batch ids never drop rows silently (issue 10, item 2), and default commits (item 4).
 
 A replay of the last committed batch id is Spark's replay: a quiet skip. An id below it is not a
 replay (a query restarted from a new checkpoint under the same app id starts again at 0):
@@ -107,5 +107,20 @@ def test_a_numpy_integer_id_is_accepted(tmp_path: Path) -> None:
         async with await open_table(tmp_path / "t", BATCH.schema) as table:
             commit = await table.append(BATCH, app_id="job", batch_id=np.int64(4))
             assert commit is not None and not commit.skipped
+
+    _run(scenario)
+
+
+def test_default_settings_commit_appended_rows_within_about_a_second(tmp_path: Path) -> None:
+    """Issue 10 item 4: with no commit option, rows become durable without flush()."""
+
+    async def scenario() -> None:
+        async with await open_table(tmp_path / "t", BATCH.schema) as table:
+            for start in range(0, 300, 100):
+                assert await table.append(BATCH.slice(start, 100)) is None
+            with anyio.fail_after(10):  # ~1 s by the timer; generous for a loaded machine
+                while streamwrite.read_table(tmp_path / "t").num_rows < 300:
+                    await anyio.sleep(0.05)
+            assert table.metrics.commits >= 1
 
     _run(scenario)
