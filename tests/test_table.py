@@ -196,7 +196,7 @@ def test_commit_policies_and_background_commits(tmp_path: Path) -> None:
 
 def test_bad_options_and_schemas(tmp_path: Path) -> None:
     async def go() -> None:
-        with pytest.raises(ConfigError, match="no table at .* pass a schema"):
+        with pytest.raises(ConfigError, match=r"no table at .* pass a schema"):
             await open_table(tmp_path / "none")
         assert not (tmp_path / "none").exists()  # a mistyped path creates nothing
         with pytest.raises(ConfigError, match="partition_by"):
