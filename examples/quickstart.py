@@ -6,12 +6,19 @@ encoding in a process pool and committing automatically (every ``--commit-rows``
 ``--commit-interval`` seconds). Meanwhile a reader task reads the newest committed snapshot
 three ways: streamwrite, pyarrow (every page CRC checked) and DuckDB (over the committed prefix
 of each partition). At the end it prints throughput, commit latency and the files.
+
+``--out`` must be absent, empty, or an earlier quick start's output (marked by the file
+``.streamwrite-quickstart``): the demo never deletes anything it did not create. The readers'
+scratch copies are deleted as they go; the table is deleted at the end unless ``--keep``.
+Ctrl-C stops the demo with one line saying what was committed.
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -21,33 +28,55 @@ import pyarrow.parquet as pq
 
 import streamwrite
 from streamwrite._pool import ProcessPool
-from streamwrite.table import TableSnapshot, open_table
+from streamwrite.table import TableSnapshot, open_table, read_snapshot
 from streamwrite.testing import reference_table
 
 BATCH_ROWS = 20_000
+MARKER = ".streamwrite-quickstart"
+"""Marks a directory this demo created, so that a later run may replace what is in it."""
 
 
-def _read_three_ways(snapshot: TableSnapshot, scratch: Path) -> tuple[int, int, int]:
+def prepare_out(out: Path) -> None:
+    """Make ``out`` an empty directory that carries the marker, refusing to touch anything
+    the demo did not create.
+
+    Raises:
+        SystemExit: ``out`` is a file, or a non-empty directory without the marker.
+    """
+    if out.exists() and not out.is_dir():
+        sys.exit(f"--out {out} is a file; name a new or empty directory.")
+    if out.is_dir() and any(out.iterdir()):
+        if not (out / MARKER).is_file():
+            sys.exit(
+                f"--out {out} is not empty and was not made by this demo; it deletes nothing "
+                "it did not create. Name a new or empty directory."
+            )
+        for child in out.iterdir():  # an earlier run's output: the demo made all of it
+            if child.name != MARKER:
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER).write_text("made by examples/quickstart.py; safe for it to replace\n")
+
+
+def _read_three_ways(snapshot: TableSnapshot) -> tuple[int, int, int]:
     """Row counts of one snapshot as streamwrite, pyarrow and DuckDB see it."""
     ours = snapshot.read().num_rows
-    prefixes = []
-    for name, size in snapshot.files:
-        with open(snapshot.path / name / "data.parquet", "rb") as f:
-            prefix = scratch / f"{name.replace('/', '_')}.parquet"
-            prefix.write_bytes(f.read(size))  # exactly the committed bytes
-            prefixes.append(prefix)
-    theirs = sum(pq.read_table(p, page_checksum_verification=True).num_rows for p in prefixes)
-    if not prefixes:
-        return ours, 0, 0
-    files = ", ".join(f"'{p}'" for p in prefixes)
-    ((duck,),) = duckdb.sql(f"SELECT count(*) FROM read_parquet([{files}])").fetchall()
+    with tempfile.TemporaryDirectory(prefix="quickstart-reader-") as scratch:
+        prefixes = []
+        for (name, size), data_file in zip(snapshot.files, snapshot.data_files(), strict=True):
+            with open(data_file, "rb") as f:
+                prefix = Path(scratch) / f"{name.replace('/', '_')}.parquet"
+                prefix.write_bytes(f.read(size))  # exactly the committed bytes
+                prefixes.append(prefix)
+        theirs = sum(pq.read_table(p, page_checksum_verification=True).num_rows for p in prefixes)
+        if not prefixes:
+            return ours, 0, 0
+        files = ", ".join(f"'{p}'" for p in prefixes)
+        ((duck,),) = duckdb.sql(f"SELECT count(*) FROM read_parquet([{files}])").fetchall()
     return ours, theirs, int(duck)
 
 
 async def main(args: argparse.Namespace) -> None:
-    shutil.rmtree(args.out, ignore_errors=True)
-    scratch = args.out / ".reader"
-    scratch.mkdir(parents=True)
     path = args.out / "trades"
     schema = reference_table(1).schema
     reads: list[tuple[int, int, int, int]] = []
@@ -70,7 +99,8 @@ async def main(args: argparse.Namespace) -> None:
             while True:
                 await anyio.sleep(0.5)
                 snapshot = table.snapshot()
-                counts = await anyio.to_thread.run_sync(_read_three_ways, snapshot, scratch)
+                with snapshot:  # pinned: compaction keeps its segments until released
+                    counts = await anyio.to_thread.run_sync(_read_three_ways, snapshot)
                 reads.append((snapshot.version, *counts))
 
         started = time.perf_counter()
@@ -99,13 +129,29 @@ async def main(args: argparse.Namespace) -> None:
         f"concurrent reads of committed snapshots: {len(reads)}, every one equal in "
         f"streamwrite, pyarrow (page CRCs checked) and DuckDB"
     )
-    segments = sorted(path.glob("*/seg-*"))
-    for segment in segments:
-        size = (segment / "data.parquet").stat().st_size
-        print(f"  {segment / 'data.parquet'}: {size:,} bytes (+ {segment / '_pm'})")
+    snapshot = read_snapshot(path)
+    for data_file in snapshot.data_files():
+        print(f"  {data_file}: {data_file.stat().st_size:,} bytes (+ {data_file.parent / '_pm'})")
+    if not args.keep:
+        shutil.rmtree(path)
+        print(f"deleted {path} (run with --keep to keep the table and try the CLI on it)")
+        return
     print(f"read it:    streamwrite.read_table({str(path)!r}) -> {final.num_rows:,} rows")
-    print(f"inspect it: .venv/bin/streamwrite inspect {segments[0]}")
+    print(f"inspect it: .venv/bin/streamwrite inspect {path}")
     print(f"compact it: .venv/bin/streamwrite compact {path} --status")
+
+
+def interrupted(path: Path) -> str:
+    """One line saying what the table holds after Ctrl-C."""
+    try:
+        snapshot = read_snapshot(path)
+    except (FileNotFoundError, streamwrite.StreamwriteError):
+        return "interrupted before the table was created; nothing was committed."
+    rows = snapshot.read(columns=["order_id"]).num_rows
+    return (
+        f"interrupted: {rows:,} rows are committed in {path} (table version "
+        f"{snapshot.version}); rows appended after the last commit were not written."
+    )
 
 
 if __name__ == "__main__":
@@ -115,4 +161,11 @@ if __name__ == "__main__":
     parser.add_argument("--commit-rows", type=int, default=100_000)
     parser.add_argument("--commit-interval", type=float, default=1.0)
     parser.add_argument("--out", type=Path, default=Path("quickstart-out"))
-    anyio.run(main, parser.parse_args())
+    parser.add_argument("--keep", action="store_true", help="keep the table at the end")
+    args = parser.parse_args()
+    prepare_out(args.out)
+    try:
+        anyio.run(main, args)
+    except KeyboardInterrupt:
+        print(interrupted(args.out / "trades"), file=sys.stderr)
+        sys.exit(130)

@@ -77,23 +77,3 @@ def test_ruff_is_clean() -> None:
             [sys.executable, "-m", "ruff", *args], capture_output=True, text=True, cwd=ROOT
         )
         assert proc.returncode == 0, proc.stdout[-4000:]
-
-
-def test_quickstart_example_runs(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "examples" / "quickstart.py"),
-            "--seconds",
-            "2",
-            "--workers",
-            "1",
-            "--out",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "every one equal in streamwrite, pyarrow" in proc.stdout
