@@ -37,6 +37,7 @@ from streamwrite.format import structs as t
 from streamwrite.format.aad import ModuleType
 from streamwrite.format.enums import Encoding, PageType, Type
 from streamwrite.format.thrift import deserialize
+from tests._vectors import PARQUET_TESTING
 from workers.bloom import SplitBlockBloomFilter, hash_values
 from workers.cipher import (
     CTR_OVERHEAD,
@@ -47,7 +48,7 @@ from workers.cipher import (
 )
 from workers.compression import decompress
 
-DATA = Path("/work/shared/testdata/parquet-testing/data")
+DATA = PARQUET_TESTING / "data"
 
 FOOTER_KEY_128 = b"0123456789012345"
 COLUMN_KEYS_128 = {b"kc1": b"1234567890123450", b"kc2": b"1234567890123451"}

@@ -31,9 +31,10 @@ from streamwrite.errors import ChecksumError, EncryptionError, StreamwriteError,
 from streamwrite.format import structs as t
 from streamwrite.format.enums import FieldRepetitionType
 from streamwrite.format.thrift import deserialize
+from tests._vectors import PARQUET_TESTING
 from tests.interop.compare import same_tables
 
-TESTDATA = Path("/work/shared/testdata/parquet-testing")
+TESTDATA = PARQUET_TESTING
 DATA = TESTDATA / "data"
 BAD_DATA = TESTDATA / "bad_data"
 AUXILIARY_SUFFIXES = {".md", ".csv", ".json", ".py", ".yaml", ".bin"}

@@ -35,9 +35,10 @@ from streamwrite.format.aad import ModuleType
 from streamwrite.format.thrift import deserialize, serialize
 from streamwrite.reader import ParquetFile
 from streamwrite.verify import verify_file
+from tests._vectors import PARQUET_TESTING
 from tests.test_crypto_keys import _PyarrowKms
 
-DATA = Path("/work/shared/testdata/parquet-testing/data")
+DATA = PARQUET_TESTING / "data"
 FOOTER_128 = b"0123456789012345"
 COLUMNS_128 = {"double_field": b"1234567890123450", "float_field": b"1234567890123451"}
 FOOTER_256 = b"01234567890123456789012345678901"

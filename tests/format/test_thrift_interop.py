@@ -22,8 +22,9 @@ import pytest
 from streamwrite.errors import FormatError, LimitError
 from streamwrite.format import structs as t
 from streamwrite.format.thrift import deserialize, serialize
+from tests._vectors import PARQUET_TESTING
 
-TESTDATA = Path("/work/shared/testdata/parquet-testing")
+TESTDATA = PARQUET_TESTING
 
 # Files whose footer decodes but does not re-encode to the same bytes, and why.
 NOT_BYTE_IDENTICAL = {
@@ -216,7 +217,6 @@ def parquet_testing_files() -> list[Path]:
     return [f for f in files if f.read_bytes()[-4:] == b"PAR1"]
 
 
-@pytest.mark.skipif(not TESTDATA.exists(), reason="parquet-testing checkout not available")
 @pytest.mark.parametrize("path", parquet_testing_files(), ids=lambda p: p.name)
 def test_parquet_testing_footers(path: Path) -> None:
     raw = footer(path.read_bytes())
@@ -232,7 +232,6 @@ def test_parquet_testing_footers(path: Path) -> None:
         assert serialize(meta) != raw
 
 
-@pytest.mark.skipif(not TESTDATA.exists(), reason="parquet-testing checkout not available")
 def test_parquet_testing_bad_data_footers_fail_cleanly() -> None:
     for path in sorted((TESTDATA / "bad_data").glob("*.parquet")):
         data = path.read_bytes()

@@ -15,11 +15,12 @@ from hypothesis.extra import numpy as hnp
 
 from streamwrite.errors import ConfigError, FormatError, UnsupportedError
 from streamwrite.format.enums import Type
+from tests._vectors import PARQUET_TESTING
 from tests.workers._compact import read_struct
 from workers.bloom import SALT, SplitBlockBloomFilter, hash_values, optimal_num_bytes
 from workers.values import BinaryValues
 
-DATA_DIR = Path("/work/shared/testdata/parquet-testing/data")
+DATA_DIR = PARQUET_TESTING / "data"
 M32 = 0xFFFFFFFF
 
 

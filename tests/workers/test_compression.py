@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import struct
-from pathlib import Path
 
 import cramjam
 import numpy as np
@@ -16,10 +15,11 @@ from hypothesis import strategies as st
 
 from streamwrite.errors import ConfigError, FormatError, LimitError, UnsupportedError
 from streamwrite.format.enums import CompressionCodec
+from tests._vectors import PARQUET_TESTING
 from tests.workers._compact import read_struct
 from workers.compression import compress, decompress
 
-DATA_DIR = Path("/work/shared/testdata/parquet-testing/data")
+DATA_DIR = PARQUET_TESTING / "data"
 WRITABLE = [
     CompressionCodec.UNCOMPRESSED,
     CompressionCodec.SNAPPY,
