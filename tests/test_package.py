@@ -58,7 +58,7 @@ def test_workers_and_format_do_not_import_the_async_shell() -> None:
     loaded = _modules_after_import(
         "import workers.jobs, workers.decode, streamwrite.format.structs"
     )
-    assert not {"anyio", "aiofiles", "streamwrite.writer", "streamwrite.reader"} & loaded
+    assert not {"anyio", "streamwrite.writer", "streamwrite.reader"} & loaded
 
 
 def test_importing_streamwrite_is_lazy() -> None:
