@@ -87,7 +87,7 @@ def test_explicit_encoding_wins_and_invalid_ones_are_config_errors() -> None:
         _write(table, compression="zip")
     with pytest.raises(ConfigError, match="data_page_version"):
         _write(table, data_page_version="3.0")
-    with pytest.raises(UnsupportedError, match="LZ4_RAW"):
+    with pytest.raises(ConfigError, match="'lzo' cannot be written"):
         _write(table, compression="lzo")
 
 
