@@ -209,7 +209,7 @@ def test_bloom_filters_hold_every_value_and_are_sized_from_ndv() -> None:
     assert bloom.check_hashes(absent).mean() < 0.03
     assert pf.metadata.row_groups[0].columns[1].meta_data.bloom_filter_offset is not None
     assert pq.read_table(pa.BufferReader(data)).equals(table)
-    with pytest.raises(UnsupportedError):
+    with pytest.raises(ConfigError, match=r"'b'.*BOOLEAN"):
         _write(pa.table({"b": [True]}), bloom_filter_options={"b": True})
 
 
