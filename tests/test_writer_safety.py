@@ -286,23 +286,27 @@ def test_a_symlinked_target_is_written_through_the_link(tmp_path: Path) -> None:
 
 class FailingSink(io.BytesIO):
     """A file object whose ``write`` fails like a full disk once ``budget`` bytes are written
-    (it keeps the bytes that fit, as a real short write would)."""
+    (it keeps the bytes that fit, as a real short write would). With ``once``, space comes
+    back after the failure, as when another process frees some: a retry would succeed."""
 
-    def __init__(self, budget: int) -> None:
+    def __init__(self, budget: int, once: bool = False) -> None:
         super().__init__()
         self.budget = budget
+        self.once = once
 
     def write(self, data: Any) -> int:
         data = bytes(data)
         room = self.budget - self.tell()
         if len(data) > room:
             super().write(data[: max(room, 0)])
+            if self.once:
+                self.budget = 1 << 62
             raise OSError(errno.ENOSPC, "No space left on device")
         return super().write(data)
 
 
 def test_an_io_error_poisons_the_writer_and_close_writes_no_footer() -> None:
-    sink = FailingSink(budget=2000)
+    sink = FailingSink(budget=2000, once=True)
     writer = streamwrite.ParquetWriter(sink, SCHEMA, compression=None)
     writer.write_table(make_table(100))
     with pytest.raises(StreamwriteIOError, match="No space left") as failure:
@@ -326,7 +330,7 @@ def test_an_io_error_poisons_the_writer_and_close_writes_no_footer() -> None:
 
 
 def test_an_io_error_in_a_with_block_leaves_the_sink_without_a_footer() -> None:
-    sink = FailingSink(budget=2000)
+    sink = FailingSink(budget=2000, once=True)
     with (
         pytest.raises(StreamwriteIOError),
         streamwrite.ParquetWriter(sink, SCHEMA, compression=None) as writer,
