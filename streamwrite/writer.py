@@ -282,12 +282,12 @@ class _Target:
         self.left_as_it_was = "no footer was written to it"
 
     def write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            written = self.file.write(view)
-            if not isinstance(written, int):
-                break  # a file object that does not count: it took everything
-            view = view[written:]
+        written = self.file.write(data)
+        while isinstance(written, int) and written < len(data):  # a raw file's short write
+            if written <= 0:
+                raise OSError(f"the file object took {written} of {len(data)} bytes")
+            data = data[written:]
+            written = self.file.write(data)
 
     def publish(self) -> None:
         self.file.flush()

@@ -631,6 +631,27 @@ def test_writes_to_a_file_object_go_directly_to_it() -> None:
     assert not sink.closed
 
 
+class ShortWrites(io.RawIOBase):
+    """A raw file object that takes at most 1000 bytes per ``write`` (as a pipe or socket may)."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        taken = bytes(data[:1000])
+        self.data += taken
+        return len(taken)
+
+
+def test_short_writes_to_a_raw_file_object_are_completed() -> None:
+    sink = ShortWrites()
+    streamwrite.write_table(make_table(), sink, compression=None)
+    assert pq.read_table(pa.BufferReader(bytes(sink.data))).equals(make_table())
+
+
 # ---------------------------------------------------------------------------------------------
 # Codecs, schema errors, keyword errors
 
