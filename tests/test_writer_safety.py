@@ -758,3 +758,36 @@ def test_a_misspelt_keyword_names_the_public_function(old_file: Path) -> None:
         streamwrite.write_table(make_table(), old_file, colour="red")
     assert "make_write_options" not in str(error.value)
     assert_untouched(old_file, before)
+
+
+README_SNIPPET = """
+import pyarrow as pa
+import streamwrite
+
+schema = pa.schema([pa.field("id", pa.int64(), nullable=False)])
+streamwrite.write_table(pa.table({"id": [1, 2]}, schema=schema), "ids.parquet")
+bad = pa.table({"id": pa.array([3, None], pa.int64())}, schema=schema)  # null in a required column
+try:
+    streamwrite.write_table(bad, "ids.parquet")
+except streamwrite.SchemaError as error:
+    print(error)  # Column 'id' (index 0) is REQUIRED (not nullable) but the array holds 1 null(s).
+assert streamwrite.read_table("ids.parquet")["id"].to_pylist() == [1, 2]  # untouched
+
+with streamwrite.ParquetWriter("ids.parquet", schema) as writer:
+    writer.write_table(pa.table({"id": [4, 5]}, schema=schema))
+    try:
+        writer.write_table(bad)  # refused before any of it is written...
+    except streamwrite.SchemaError:
+        pass
+    writer.write_table(pa.table({"id": [6]}, schema=schema))  # ...so the writer goes on
+assert streamwrite.read_table("ids.parquet")["id"].to_pylist() == [4, 5, 6]
+"""
+
+
+def test_the_readme_snippet_on_failed_writes_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    exec(compile(README_SNIPPET, "README.md", "exec"), {})
+    assert "Column 'id' (index 0) is REQUIRED" in capsys.readouterr().out
+    assert os.listdir(tmp_path) == ["ids.parquet"]
