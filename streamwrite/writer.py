@@ -125,7 +125,8 @@ def schema_difference(data: pa.Schema, expected: pa.Schema, owner: str) -> str:
             )
         else:
             first = f"The data's schema differs from the schema of {owner}."
-    return f"{first}\nSchema of the data:\n{_indent(data)}\nSchema of {owner}:\n{_indent(expected)}"
+    holder = owner[:1].upper() + owner[1:]
+    return f"{first}\nThe data:\n{_indent(data)}\n{holder}:\n{_indent(expected)}"
 
 
 def _indent(schema: pa.Schema) -> str:
