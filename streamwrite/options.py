@@ -1,15 +1,24 @@
 """Write and read options: frozen, validated dataclasses, and every default in one place.
 
-The public functions (``write_table``, ``ParquetFile``) take pyarrow-style keyword arguments and
-turn them into these objects once, with :func:`make_write_options`; everything below the API
-sees only enums and checked numbers.
+The public functions (``write_table``, ``ParquetWriter``, ``open_table``, ``LiveFile.open``,
+``ParquetFile``) take pyarrow-style keyword arguments and turn them into these objects once,
+with :func:`make_write_options`; everything below the API sees only enums and checked numbers.
+Every check that needs only the options happens there, before a caller touches a file: unknown
+keyword names (a ``TypeError`` naming the public function, with the closest valid name), codecs
+the writer cannot write, compression levels outside the codec's range, bad types and ranges.
+Checks that need the Parquet schema (an encoding that does not fit a column's physical type, a
+Bloom filter on a BOOLEAN column) are :func:`streamwrite.writer.check_write_options`.
 """
 
 from __future__ import annotations
 
+import difflib
+import inspect
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
+from typing import Any
 
 from streamwrite.errors import ConfigError
 from streamwrite.format.enums import CompressionCodec, Encoding
@@ -22,12 +31,16 @@ __all__ = [
     "DEFAULT_MAX_DECOMPRESSED_PAGE_SIZE",
     "DEFAULT_ROW_GROUP_SIZE",
     "DEFAULT_STATISTICS_TRUNCATE_LENGTH",
+    "COMPRESSION_LEVELS",
+    "WRITE_OPTION_NAMES",
     "BloomFilterOptions",
     "ColumnOptions",
     "DataPageVersion",
     "ReadOptions",
     "SortingColumn",
     "WriteOptions",
+    "check_option_names",
+    "check_positive_int",
     "make_write_options",
     "parse_compression",
 ]
@@ -62,8 +75,20 @@ _CODEC_NAMES = {
     "zstd": CompressionCodec.ZSTD,
     "lz4": CompressionCodec.LZ4_RAW,
     "lz4_raw": CompressionCodec.LZ4_RAW,
-    "lzo": CompressionCodec.LZO,
 }
+"""The codecs the writer writes, by their pyarrow names. LZO (and the deprecated Hadoop-framed
+LZ4) are not among them: the reader reads LZ4, nothing writes either."""
+
+COMPRESSION_LEVELS: dict[CompressionCodec, tuple[int, int]] = {
+    CompressionCodec.GZIP: (0, 9),
+    CompressionCodec.BROTLI: (0, 11),
+    CompressionCodec.ZSTD: (-131072, 22),
+    CompressionCodec.LZ4_RAW: (1, 12),
+}
+"""The ``compression_level`` range (inclusive) of each codec that takes one: zlib's, Brotli's,
+zstd's (``ZSTD_minCLevel()`` to ``ZSTD_maxCLevel()``) and LZ4 HC's (a level selects the HC
+mode). UNCOMPRESSED and SNAPPY take no level (a level for them is a ``ConfigError``, as in
+pyarrow)."""
 
 _VALUE_ENCODINGS = {
     Encoding.PLAIN,
@@ -170,19 +195,57 @@ class ReadOptions:
 def parse_compression(value: str | CompressionCodec | None) -> CompressionCodec:
     """Turn a pyarrow-style codec name (``"zstd"``, ``"snappy"``, ``None``...) into the enum.
 
+    Returns:
+        The codec, one the writer can write.
+
     Raises:
-        ConfigError: for an unknown name.
+        ConfigError: For an unknown name, or a codec the writer does not write (LZO, the
+            deprecated Hadoop-framed LZ4).
     """
     if value is None:
         return CompressionCodec.UNCOMPRESSED
     if isinstance(value, CompressionCodec):
-        return value
-    try:
-        return _CODEC_NAMES[str(value).lower()]
-    except KeyError:
+        if value in _CODEC_NAMES.values():
+            return value
+        use = "; use LZ4_RAW ('lz4_raw')" if value == CompressionCodec.LZ4 else ""
         raise ConfigError(
-            f"Unknown compression {value!r}; expected one of {sorted(_CODEC_NAMES)}."
-        ) from None
+            f"Compression {value.name} cannot be written (streamwrite writes no {value.name} "
+            f"pages{use}); expected one of {sorted(_CODEC_NAMES)}."
+        )
+    codec = _CODEC_NAMES.get(str(value).lower()) if isinstance(value, str) else None
+    if codec is None:
+        cannot = str(value).lower() == "lzo" if isinstance(value, str) else False
+        raise ConfigError(
+            f"{'Compression' if cannot else 'Unknown compression'} {value!r}"
+            f"{' cannot be written (streamwrite writes no LZO pages)' if cannot else ''}; "
+            f"expected one of {sorted(_CODEC_NAMES)}."
+        )
+    return codec
+
+
+def _parse_level(value: object, codec: CompressionCodec, column: str) -> int | None:
+    """A column's ``compression_level``, checked against its codec's range."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ConfigError(f"compression_level must be an integer, got {value!r}.")
+    try:
+        level = operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise ConfigError(f"compression_level must be an integer, got {value!r}.") from None
+    bounds = COMPRESSION_LEVELS.get(codec)
+    if bounds is None:
+        raise ConfigError(
+            f"Column {column!r} is compressed with {codec.name}, which takes no "
+            f"compression_level, but compression_level={level!r} was given."
+        )
+    low, high = bounds
+    if not low <= level <= high:
+        raise ConfigError(
+            f"compression_level {level!r} for column {column!r} is out of range for "
+            f"{codec.name}: it takes {low} to {high}."
+        )
+    return level
 
 
 def _parse_encoding(value: str | Encoding, column: str) -> Encoding:
@@ -209,6 +272,117 @@ def _per_column(value: object, column: str, default: object) -> object:
 
 
 def make_write_options(
+    column_names: Sequence[str], *, caller: str = "write_table", **options: Any
+) -> WriteOptions:
+    """Build :class:`WriteOptions` from ``pyarrow.parquet.write_table``-style keyword arguments.
+
+    The names are those of :data:`WRITE_OPTION_NAMES` (``row_group_size``, ``compression``,
+    ``compression_level``, ``data_page_size``, ``data_page_row_limit``,
+    ``dictionary_pagesize_limit``, ``data_page_version``, ``use_dictionary``,
+    ``column_encoding``, ``write_statistics``, ``write_page_index``, ``write_page_checksum``,
+    ``bloom_filter_options``, ``sorting_columns``, ``key_value_metadata``,
+    ``statistics_truncate_length``). Per-column arguments accept, as pyarrow does, a single
+    value for every column, a mapping from column name to value, or (booleans) a list of the
+    column names it applies to.
+
+    Args:
+        column_names: The columns of the schema the options are for.
+        caller: The public function the keyword arguments were given to, named in the
+            ``TypeError`` for an unknown name (``"write_table"``, ``"ParquetWriter"``,
+            ``"open_table"``...).
+        **options: The keyword arguments.
+
+    Returns:
+        The validated options.
+
+    Raises:
+        TypeError: A name that is not an option (``"write_table() got an unexpected keyword
+            argument 'compresion'; did you mean 'compression'?"``).
+        ConfigError: Unknown columns, codecs the writer does not write, out-of-range levels
+            and values, values of the wrong type.
+    """
+    check_option_names(options, caller)
+    return _build_write_options(column_names, **options)
+
+
+def check_option_names(
+    options: Mapping[str, object], caller: str, also_accepted: Sequence[str] = ()
+) -> None:
+    """Refuse a keyword argument that is not a write option, as Python refuses one.
+
+    Args:
+        options: The keyword arguments given to ``caller`` beyond its own parameters.
+        caller: The public function's name, as the user called it.
+        also_accepted: The caller's other keyword parameters, offered as suggestions too.
+
+    Raises:
+        TypeError: For the first unknown name, naming ``caller`` and the closest valid name
+            (``difflib.get_close_matches``), or every valid name when none is close.
+    """
+    valid = [*WRITE_OPTION_NAMES, *also_accepted]
+    for name in options:
+        if name in WRITE_OPTION_NAMES:
+            continue
+        close = difflib.get_close_matches(name, valid, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"it takes {', '.join(valid)}."
+        raise TypeError(f"{caller}() got an unexpected keyword argument {name!r}; {hint}")
+
+
+def check_positive_int(name: str, value: object) -> int:
+    """Returns: ``value``, an ``int`` >= 1 (not a bool).
+
+    Raises:
+        ConfigError: Otherwise, naming the option ``name``.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{name} must be a positive integer, got {value!r}.")
+    return value
+
+
+def _bloom_options(value: object, column: str) -> BloomFilterOptions | None:
+    if value is None or value is False:
+        return None
+    if value is True:
+        return BloomFilterOptions()
+    if isinstance(value, Mapping) and set(value) <= {"ndv", "fpp"}:
+        try:
+            ndv_value = value.get("ndv")
+            if isinstance(ndv_value, float) and ndv_value.is_integer():
+                ndv_value = int(ndv_value)  # 1e6
+            ndv = None if ndv_value is None else operator.index(ndv_value)
+            fpp = float(value.get("fpp", DEFAULT_BLOOM_FILTER_FPP))
+        except (TypeError, ValueError):
+            raise ConfigError(
+                f"bloom_filter_options for column {column!r} needs an integer ndv and a "
+                f"number fpp, got {dict(value)!r}."
+            ) from None
+        return BloomFilterOptions(ndv=ndv, fpp=fpp)
+    raise ConfigError(
+        f"bloom_filter_options for column {column!r} must be True, False or a mapping with "
+        f"'ndv' and/or 'fpp', got {value!r}."
+    )
+
+
+def _sorting_columns(value: object) -> tuple[SortingColumn, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        columns = []
+        for item in value:
+            if isinstance(item, SortingColumn):
+                columns.append(item)
+            elif isinstance(getattr(item, "column_index", None), int):  # pyarrow's SortingColumn
+                columns.append(
+                    SortingColumn(item.column_index, bool(item.descending), bool(item.nulls_first))
+                )
+            else:
+                break
+        else:
+            return tuple(columns)
+    raise ConfigError(f"sorting_columns must be a list of SortingColumn, got {value!r}.")
+
+
+def _build_write_options(
     column_names: Sequence[str],
     *,
     row_group_size: int | None = None,
@@ -228,17 +402,6 @@ def make_write_options(
     key_value_metadata: Mapping[str, str] | None = None,
     statistics_truncate_length: int | None = None,
 ) -> WriteOptions:
-    """Build :class:`WriteOptions` from ``pyarrow.parquet.write_table``-style arguments.
-
-    Per-column arguments accept, as pyarrow does, a single value for every column, a mapping
-    from column name to value, or (booleans) a list of the column names it applies to.
-
-    Returns:
-        The validated options.
-
-    Raises:
-        ConfigError: for unknown names, columns or out-of-range values.
-    """
     known = set(column_names)
     for arg_name, arg in (
         ("compression", compression),
@@ -250,60 +413,78 @@ def make_write_options(
             unknown = set(arg) - known
             if unknown:
                 raise ConfigError(f"{arg_name} names unknown columns {sorted(unknown)}.")
+    if bloom_filter_options is not None and not isinstance(bloom_filter_options, Mapping):
+        raise ConfigError(
+            "bloom_filter_options must map column names to True or {'ndv': ..., 'fpp': ...}, "
+            f"got {bloom_filter_options!r}."
+        )
+    if key_value_metadata is not None and not isinstance(key_value_metadata, Mapping):
+        raise ConfigError(f"key_value_metadata must be a mapping, got {key_value_metadata!r}.")
     try:
         version = DataPageVersion(str(data_page_version))
     except ValueError:
         raise ConfigError(
             f"data_page_version must be '1.0' or '2.0', got {data_page_version!r}."
         ) from None
+    base = WriteOptions()
+    sizes = {
+        "row_group_size": (row_group_size, base.row_group_size),
+        "data_page_size": (data_page_size, base.data_page_size),
+        "data_page_row_limit": (data_page_row_limit, base.data_page_row_limit),
+        "statistics_truncate_length": (
+            statistics_truncate_length,
+            base.statistics_truncate_length,
+        ),
+    }
+    checked = {
+        name: default if value is None else check_positive_int(name, value)
+        for name, (value, default) in sizes.items()
+    }
+    if dictionary_pagesize_limit is None:
+        dictionary_limit = base.dictionary_page_size_limit
+    elif (
+        isinstance(dictionary_pagesize_limit, bool)
+        or not isinstance(dictionary_pagesize_limit, int)
+        or dictionary_pagesize_limit < 0
+    ):
+        raise ConfigError(
+            f"dictionary_pagesize_limit must be an integer >= 0, got {dictionary_pagesize_limit!r}."
+        )
+    else:
+        dictionary_limit = dictionary_pagesize_limit
     columns: dict[str, ColumnOptions] = {}
     for name in column_names:
         codec = parse_compression(_per_column(compression, name, "zstd"))  # type: ignore[arg-type]
-        level = _per_column(compression_level, name, None)
         encoding_value = _per_column(column_encoding, name, None)
-        bloom_value = (bloom_filter_options or {}).get(name)
-        bloom = None
-        if bloom_value is True:
-            bloom = BloomFilterOptions()
-        elif isinstance(bloom_value, Mapping):
-            bloom = BloomFilterOptions(
-                ndv=int(bloom_value["ndv"]) if "ndv" in bloom_value else None,
-                fpp=float(bloom_value.get("fpp", DEFAULT_BLOOM_FILTER_FPP)),
-            )
         encoding = None if encoding_value is None else _parse_encoding(encoding_value, name)  # type: ignore[arg-type]
         dictionary = bool(_per_column(use_dictionary, name, True))
         if encoding is not None and column_encoding is not None:
             dictionary = False  # as pyarrow: an explicit encoding turns the dictionary off
         columns[name] = ColumnOptions(
             compression=codec,
-            compression_level=None if level is None else int(level),  # type: ignore[call-overload]
+            compression_level=_parse_level(_per_column(compression_level, name, None), codec, name),
             use_dictionary=dictionary,
             encoding=encoding,
             write_statistics=bool(_per_column(write_statistics, name, True)),
-            bloom_filter=bloom,
+            bloom_filter=_bloom_options((bloom_filter_options or {}).get(name), name),
         )
-    base = WriteOptions()
     return replace(
         base,
-        row_group_size=row_group_size if row_group_size is not None else base.row_group_size,
-        data_page_size=data_page_size if data_page_size is not None else base.data_page_size,
-        data_page_row_limit=(
-            data_page_row_limit if data_page_row_limit is not None else base.data_page_row_limit
-        ),
-        dictionary_page_size_limit=(
-            dictionary_pagesize_limit
-            if dictionary_pagesize_limit is not None
-            else base.dictionary_page_size_limit
-        ),
+        row_group_size=checked["row_group_size"],
+        data_page_size=checked["data_page_size"],
+        data_page_row_limit=checked["data_page_row_limit"],
+        dictionary_page_size_limit=dictionary_limit,
         data_page_version=version,
-        write_page_index=write_page_index,
-        write_page_checksum=write_page_checksum,
-        statistics_truncate_length=(
-            statistics_truncate_length
-            if statistics_truncate_length is not None
-            else base.statistics_truncate_length
-        ),
+        write_page_index=bool(write_page_index),
+        write_page_checksum=bool(write_page_checksum),
+        statistics_truncate_length=checked["statistics_truncate_length"],
         columns=columns,
-        sorting_columns=tuple(sorting_columns or ()),
+        sorting_columns=_sorting_columns(sorting_columns),
         key_value_metadata=tuple((str(k), str(v)) for k, v in (key_value_metadata or {}).items()),
     )
+
+
+WRITE_OPTION_NAMES: tuple[str, ...] = tuple(
+    name for name in inspect.signature(_build_write_options).parameters if name != "column_names"
+)
+"""The keyword arguments :func:`make_write_options` takes (pyarrow's names)."""

@@ -10,23 +10,60 @@ With ``encryption=FileEncryption(...)`` the file is encrypted (spec 7.3): the wr
 column chunk's job carries its column's cipher and its row group and column ordinals (pages
 and bloom filters are encrypted where the chunk is encoded), and the file writer encrypts
 column metadata, page indexes and the footer.
+
+A failed write never destroys data. Every option (and the encryption settings) is checked
+before the path is touched. A path target is written to a hidden temporary file beside it,
+``.<name>.<random hex>.tmp`` (no engine's glob or dataset discovery picks it up), which
+:meth:`ParquetWriter.close` renames over the target only once the file is complete::
+
+    write magic, row groups, footer -> flush -> fsync(file) -> rename(temp, target)
+                                    -> fsync(directory)
+
+so a failure or a crash at any point leaves a file already at the path byte-identical (a
+crash, which runs no cleanup, may leave the ``.tmp`` file behind). A file-object target
+(``IO[bytes]``) is written directly, and the caller owns what a failure leaves in it.
+
+``ParquetWriter`` states::
+
+    open --write_table ok / input refused before any byte of it is written--> open
+    open --I/O error (or any error once bytes of the call reached the file)--> failed
+    open --close()--> closed (published)        failed --close()--> closed (discarded)
+    open --abort() / with-block left on an exception--> closed (discarded)
+
+Input refused before anything is written (a ``SchemaError`` such as a null in a REQUIRED column
+or a schema mismatch, a ``ConfigError``, a ``LimitError``) leaves the writer open: the whole
+table's values are checked (:func:`check_values`) before its first row group is written, so a
+bad value in its last row group writes nothing of it. In the failed state every call raises
+:class:`~streamwrite.errors.StateError` chained to the failure; ``close()`` writes no footer,
+removes the temporary file and raises that ``StateError``. A closed writer refuses writes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
+import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
 import pyarrow as pa
 
+from streamwrite._io import fsync_directory
 from streamwrite.encryption import FileEncryption, FileEncryptor
-from streamwrite.errors import ConfigError, SchemaError, StreamwriteIOError
+from streamwrite.errors import ConfigError, SchemaError, StateError, StreamwriteIOError
+from streamwrite.format.enums import FieldRepetitionType, Type
 from streamwrite.layout.file_writer import FileWriter, chunk_settings
-from streamwrite.options import WriteOptions, make_write_options
+from streamwrite.options import (
+    WriteOptions,
+    check_option_names,
+    check_positive_int,
+    make_write_options,
+)
 from streamwrite.schema import ParquetSchema, arrow_to_parquet, to_physical
 from workers.chunk import EncodedChunk
+from workers.encodings import check_encoding
 from workers.jobs import EncodeChunkJob, run_job
 
 __all__ = ["ParquetWriter", "write_table"]
@@ -34,21 +71,141 @@ __all__ = ["ParquetWriter", "write_table"]
 Where = str | os.PathLike[str] | IO[bytes]
 
 
+def schema_difference(data: pa.Schema, expected: pa.Schema, owner: str) -> str:
+    """A message naming the first column where ``data`` differs from ``expected``, and how.
+
+    The first line is one sentence (``"Column 'qty' (index 2) has type int32 in the data but
+    int64 in the table."``); both full schemas follow it.
+
+    Args:
+        data: The schema of the data given.
+        expected: The schema the data must have.
+        owner: What holds ``expected``, as it reads after "in" (``"the table"``).
+
+    Returns:
+        The message.
+    """
+    data_names = data.names
+    first = ""
+    for index, field in enumerate(expected):
+        given = data.field(index) if index < len(data_names) else None
+        if given is not None and given.name == field.name:
+            if not given.type.equals(field.type):
+                first = (
+                    f"Column {field.name!r} (index {index}) has type {given.type} in the data "
+                    f"but {field.type} in {owner}."
+                )
+            elif given.nullable != field.nullable:
+                how = ("nullable", "required (not nullable)")
+                first = (
+                    f"Column {field.name!r} (index {index}) is {how[not given.nullable]} in "
+                    f"the data but {how[not field.nullable]} in {owner}."
+                )
+            if first:
+                break
+            continue
+        if field.name not in data_names:
+            first = f"The data has no column {field.name!r} (index {index} in {owner})."
+        elif given is not None and given.name not in expected.names:
+            first = (
+                f"The data has a column {given.name!r} (index {index}) that {owner} does not have."
+            )
+        else:
+            first = (
+                f"Column {field.name!r} is at index {data_names.index(field.name)} in the "
+                f"data but at index {index} in {owner}."
+            )
+        break
+    else:
+        if len(data_names) > len(expected.names):
+            extra = len(expected.names)
+            first = (
+                f"The data has a column {data_names[extra]!r} (index {extra}) that {owner} "
+                "does not have."
+            )
+        else:
+            first = f"The data's schema differs from the schema of {owner}."
+    holder = owner[:1].upper() + owner[1:]
+    return f"{first}\nThe data:\n{_indent(data)}\n{holder}:\n{_indent(expected)}"
+
+
+def _indent(schema: pa.Schema) -> str:
+    return "\n".join(f"    {line}" for line in str(schema).splitlines())
+
+
 def as_table(
     data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch], schema: pa.Schema, owner: str
 ) -> pa.Table:
     """``data`` (a table, a batch or batches) as one table of ``schema``.
 
+    Returns:
+        The data as a table (metadata as given).
+
     Raises:
-        SchemaError: the data's schema differs (metadata aside); ``owner`` names the target.
+        SchemaError: The data's schema differs (metadata aside); the message names the first
+            column that differs and how, and ``owner`` (``"the table"``) names the target.
     """
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
     elif not isinstance(data, pa.Table):
-        data = pa.Table.from_batches(list(data), schema=schema)
+        batches = list(data)
+        for batch in batches:
+            if not batch.schema.equals(schema, check_metadata=False):
+                raise SchemaError(schema_difference(batch.schema, schema, owner))
+        data = pa.Table.from_batches(batches, schema=schema)
     if not data.schema.equals(schema, check_metadata=False):
-        raise SchemaError(f"Appended data has schema {data.schema}, {owner} has {schema}.")
+        raise SchemaError(schema_difference(data.schema, schema, owner))
     return data
+
+
+def _checks_values(arrow_type: pa.DataType) -> bool:
+    """Whether converting a column of ``arrow_type`` checks its values (and may refuse one)."""
+    if pa.types.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
+    if isinstance(arrow_type, pa.BaseExtensionType):
+        arrow_type = arrow_type.storage_type
+    if pa.types.is_time32(arrow_type) or pa.types.is_timestamp(arrow_type):
+        return bool(arrow_type.unit == "s")
+    return bool(pa.types.is_decimal(arrow_type) or pa.types.is_date64(arrow_type))
+
+
+def check_values(table: pa.Table, schema: ParquetSchema) -> None:
+    """Refuse ``table`` if any of its values cannot be written, before a row group is written.
+
+    Row groups are converted and encoded one at a time (so memory stays at one row group's
+    worth); this pass makes sure a bad value in a later row group refuses the whole table
+    instead of failing half way. It is vectorised and one column at a time: a REQUIRED column
+    by its ``null_count``; the columns whose conversion checks values (decimals against their
+    precision, ``date64`` and ``time32[s]`` against INT32, ``timestamp[s]`` against int64
+    milliseconds) by converting the whole column once; every other conversion cannot fail on
+    a value. (Should a later row group fail anyway, the writer fails and publishes nothing.)
+
+    Raises:
+        SchemaError: As :func:`streamwrite.schema.to_physical`, for the first column holding
+            a bad value.
+    """
+    for spec, column in zip(schema.columns, table.columns, strict=True):
+        required = spec.repetition == FieldRepetitionType.REQUIRED
+        if (required and column.null_count) or _checks_values(spec.field.type):
+            to_physical(column, spec)
+
+
+def check_write_options(schema: ParquetSchema, options: WriteOptions) -> None:
+    """The checks of ``options`` that need the file's schema, made before anything is written.
+
+    Raises:
+        ConfigError: A column's explicit encoding cannot encode its physical type, or a Bloom
+            filter is asked for a BOOLEAN column.
+    """
+    for spec in schema.columns:
+        column = options.column(spec.name)
+        if column.encoding is not None:
+            check_encoding(column.encoding, spec.physical_type, spec.name)
+        if column.bloom_filter is not None and spec.physical_type == Type.BOOLEAN:
+            raise ConfigError(
+                f"bloom_filter_options asks for a Bloom filter on column {spec.name!r}, which "
+                "is BOOLEAN: Parquet Bloom filters do not cover BOOLEAN columns."
+            )
 
 
 def row_group_jobs(
@@ -117,17 +274,92 @@ def encode_row_group(
     return [run(job) for job in jobs]
 
 
+class _Target:
+    """Where the bytes go: a file object, written directly (the caller owns it)."""
+
+    def __init__(self, file: IO[bytes], name: str = "the file object") -> None:
+        self.file = file
+        self.name = name
+        self.left_as_it_was = "no footer was written to it"
+
+    def write(self, data: bytes) -> None:
+        written = self.file.write(data)
+        while isinstance(written, int) and written < len(data):  # a raw file's short write
+            if written <= 0:
+                raise OSError(f"the file object took {written} of {len(data)} bytes")
+            data = data[written:]
+            written = self.file.write(data)
+
+    def publish(self) -> None:
+        self.file.flush()
+
+    def discard(self) -> None:
+        """Nothing to undo: the caller owns the file object."""
+
+
+class _PathTarget(_Target):
+    """A hidden temporary file beside ``target``, renamed over it by :meth:`publish`."""
+
+    def __init__(self, where: str | os.PathLike[str]) -> None:
+        name = repr(os.fspath(where))
+        self.target = Path(os.path.realpath(where))  # through a symlink, as open() would go
+        self.temp = self.target.with_name(f".{self.target.name}.{secrets.token_hex(8)}.tmp")
+        if self.target.is_dir():
+            raise StreamwriteIOError(f"Cannot write a Parquet file at {name}: a directory.")
+        try:
+            file = open(self.temp, "xb")  # noqa: SIM115 - closed by publish() or discard()
+        except OSError as exc:
+            raise StreamwriteIOError(f"Cannot open {name} for writing: {exc}.") from exc
+        super().__init__(file, name)
+        self.left_as_it_was = f"a file already at {name} was left as it was"
+        try:
+            os.chmod(self.temp, stat.S_IMODE(self.target.stat().st_mode))  # keep the old mode
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            self.discard()
+            raise StreamwriteIOError(f"Cannot open {name} for writing: {exc}.") from exc
+
+    def publish(self) -> None:
+        self.file.flush()
+        os.fsync(self.file.fileno())
+        self.file.close()
+        os.replace(self.temp, self.target)
+        self.left_as_it_was = f"the complete new file is at {self.name}"
+        try:
+            fsync_directory(self.target.parent)
+        except OSError as exc:
+            raise StreamwriteIOError(
+                f"The file {self.name} is complete and in place, but syncing its directory "
+                f"failed ({exc}): the rename may not survive a crash."
+            ) from exc
+
+    def discard(self) -> None:
+        with contextlib.suppress(OSError):
+            self.file.close()  # flushes what it buffers: that may fail again
+        self.temp.unlink(missing_ok=True)
+
+
 class ParquetWriter:
     """Write a Parquet file from tables or record batches of one schema.
 
     ``ParquetWriter(where, schema, encryption=None, **options)`` takes the keyword arguments of
     :func:`write_table`. Use it as a context manager or call :meth:`close`, which writes the
-    footer; until then the file is incomplete.
+    footer and publishes the file; until then a path holds what it held before.
+
+    Unlike ``pyarrow.parquet.ParquetWriter``, leaving the ``with`` block on an exception does
+    not publish a partial file: the writer is aborted and a file already at the path stays as
+    it was. After a failed write or sync every call raises
+    :class:`~streamwrite.errors.StateError`; input refused before anything is written leaves
+    the writer usable (the module docstring has the state rules). A file object given as
+    ``where`` is written directly and never closed by the writer.
 
     Raises:
+        TypeError: A keyword argument that is not an option.
         ConfigError: Bad option values, or encryption settings naming unknown columns.
+        SchemaError: A type streamwrite cannot write (``UnsupportedError`` for nested types).
         EncryptionError: The KMS fails to wrap a data key.
-        StreamwriteIOError: The file cannot be opened.
+        StreamwriteIOError: The temporary file cannot be created.
     """
 
     def __init__(
@@ -138,8 +370,10 @@ class ParquetWriter:
         encryption: FileEncryption | None = None,
         **options: Any,
     ) -> None:
+        check_option_names(options, "ParquetWriter", ("encryption",))
         self.schema = arrow_to_parquet(schema)
-        self.options = make_write_options(schema.names, **options)
+        self.options = make_write_options(schema.names, caller="ParquetWriter", **options)
+        check_write_options(self.schema, self.options)
         if encryption is not None and not isinstance(encryption, FileEncryption):
             raise ConfigError(
                 f"encryption must be a FileEncryption, not a {type(encryption).__name__}."
@@ -150,90 +384,162 @@ class ParquetWriter:
             else encryption.open_file([spec.name for spec in self.schema.columns])
         )
         self._writer = FileWriter(self.schema, self.options, encryptor=self._encryptor)
-        self._owns_file = isinstance(where, str | os.PathLike)
-        self._file: IO[bytes]
-        if isinstance(where, str | os.PathLike):
-            try:
-                self._file = open(Path(where), "wb")  # noqa: SIM115 - closed in close()
-            except OSError as exc:
-                raise StreamwriteIOError(f"Cannot open {where!r} for writing: {exc}.") from exc
-        else:
-            self._file = where
+        self._failure: BaseException | None = None
         self._closed = False
-        self._write(self._writer.start())
-
-    def _write(self, data: bytes) -> None:
+        # Everything above only checks; from here on the target is touched.
+        self._target = (
+            _PathTarget(where) if isinstance(where, str | os.PathLike) else _Target(where)
+        )
         try:
-            self._file.write(data)
+            self._target.write(self._writer.start())
         except OSError as exc:
-            raise StreamwriteIOError(f"Writing to the Parquet file failed: {exc}.") from exc
+            self._target.discard()
+            raise StreamwriteIOError(f"Writing to {self._target.name} failed: {exc}.") from exc
 
-    def write_table(self, table: pa.Table, row_group_size: int | None = None) -> None:
+    def _check_open(self) -> None:
+        if self._failure is not None:
+            closed = " and is closed" if self._closed else ""
+            raise StateError(
+                f"This ParquetWriter of {self._target.name} failed ({self._failure}){closed}: "
+                f"it takes no more calls; {self._target.left_as_it_was}."
+            ) from self._failure
+        if self._closed:
+            raise StateError(f"This ParquetWriter of {self._target.name} is closed.")
+
+    def _fail(self, exc: BaseException) -> BaseException:
+        """Enter the failed state; returns the exception to raise (an ``OSError`` becomes a
+        :class:`StreamwriteIOError` chained to it)."""
+        error = exc
+        if isinstance(exc, OSError) and not isinstance(exc, StreamwriteIOError):
+            error = StreamwriteIOError(f"Writing {self._target.name} failed: {exc}.")
+            error.__cause__ = exc
+        self._failure = error
+        return error
+
+    def write_table(
+        self, table: pa.Table | pa.RecordBatch, row_group_size: int | None = None
+    ) -> None:
         """Append ``table`` as row groups of at most ``row_group_size`` rows.
 
+        The whole table's values are checked first: input refused raises before any byte of
+        it is written, and the writer stays usable.
+
         Raises:
-            SchemaError: The table's schema differs from the writer's.
-            LimitError: An encrypted file would get more than 32768 row groups (nothing of
-                the refused row group is written).
-            StreamwriteIOError: Writing fails.
+            StateError: The writer is closed, or failed earlier (chained to that failure).
+            SchemaError: The table's schema differs from the writer's (the message names the
+                first column that differs), or a value does not fit (a null in a REQUIRED
+                column, a decimal beyond its precision...).
+            ConfigError: ``row_group_size`` is not a positive integer.
+            LimitError: An encrypted file would get more than 32768 row groups.
+            StreamwriteIOError: Writing fails; the writer is failed from then on.
         """
-        if not table.schema.equals(self.schema.arrow_schema, check_metadata=False):
-            raise SchemaError(
-                f"Table schema {table.schema} does not match the writer's schema "
-                f"{self.schema.arrow_schema}."
-            )
-        size = row_group_size or self.options.row_group_size
-        for start in range(0, table.num_rows, size):
-            piece = table.slice(start, size)
-            chunks = encode_row_group(
-                piece,
-                self.schema,
-                self.options,
-                encryptor=self._encryptor,
-                row_group_ordinal=len(self._writer.row_groups),
-            )
-            self._write(self._writer.add_row_group(chunks, piece.num_rows))
+        self._check_open()
+        table = as_table(table, self.schema.arrow_schema, "the writer's schema")
+        size = (
+            self.options.row_group_size
+            if row_group_size is None
+            else check_positive_int("row_group_size", row_group_size)
+        )
+        pieces = [table.slice(start, size) for start in range(0, table.num_rows, size)]
+        first = len(self._writer.row_groups)
+        if self._encryptor is not None and pieces:
+            self._encryptor.check_row_group_ordinal(first + len(pieces) - 1)
+        check_values(table, self.schema)
+        try:
+            for i, piece in enumerate(pieces):
+                jobs = row_group_jobs(piece, self.schema, self.options, self._encryptor, first + i)
+                chunks = [run_job(job) for job in jobs]
+                self._target.write(self._writer.add_row_group(chunks, piece.num_rows))
+        except BaseException as exc:
+            if len(self._writer.row_groups) == first:
+                raise  # nothing of this call was accounted or written: still usable
+            error = self._fail(exc)  # a partial table is in the file: never publish it
+            if error is exc:
+                raise
+            raise error from exc
 
     def write_batch(self, batch: pa.RecordBatch) -> None:
-        """Append one record batch as a row group (or several, if it exceeds the row group size)."""
-        self.write_table(pa.Table.from_batches([batch]))
+        """Append one record batch as a row group (or several, if it exceeds the row group size).
+
+        Raises:
+            As :meth:`write_table`.
+        """
+        self.write_table(batch)
 
     def write(self, data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -> None:
-        """Append a table, a batch or an iterable of batches."""
-        if isinstance(data, pa.Table):
+        """Append a table, a batch or an iterable of batches.
+
+        The batches of an iterable are written one by one as it yields them: a batch refused
+        raises with the batches before it written (and the writer usable).
+
+        Raises:
+            As :meth:`write_table`.
+        """
+        self._check_open()
+        if isinstance(data, pa.Table | pa.RecordBatch):
             self.write_table(data)
-        elif isinstance(data, pa.RecordBatch):
-            self.write_batch(data)
         else:
             for batch in data:
                 self.write_batch(batch)
 
     def close(self) -> None:
-        """Write the footer and close the file (if this writer opened it)."""
+        """Write the footer and publish the file: flush, fsync, rename it over the path and
+        fsync the directory (a file object is flushed, never closed). A second call does
+        nothing.
+
+        Raises:
+            StateError: The writer failed earlier: no footer is written, the temporary file
+                is removed and a file already at the path is left as it was.
+            StreamwriteIOError: Writing the footer or a sync fails: nothing is published (but
+                for a failed sync of the directory after the rename, which the message says).
+        """
         if self._closed:
             return
         self._closed = True
+        if self._failure is not None:
+            self._target.discard()
+            self._check_open()
         try:
-            self._write(self._writer.footer())
-            self._file.flush()
-        finally:
-            if self._owns_file:
-                self._file.close()
+            self._target.write(self._writer.footer())
+            self._target.publish()
+        except BaseException as exc:
+            self._target.discard()
+            error = self._fail(exc)
+            if error is exc:
+                raise
+            raise error from exc
+
+    def abort(self) -> None:
+        """Discard the file: no footer, the temporary file is removed and a file already at
+        the path stays as it was (a file object keeps what was written to it). The writer is
+        closed; a second call, or a call after :meth:`close`, does nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        self._target.discard()
 
     def __enter__(self) -> ParquetWriter:
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc_info: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
 
 
 def write_table(
-    table: pa.Table, where: Where, *, encryption: FileEncryption | None = None, **options: Any
+    table: pa.Table | pa.RecordBatch,
+    where: Where,
+    *,
+    encryption: FileEncryption | None = None,
+    **options: Any,
 ) -> None:
     """Write ``table`` to a Parquet file at ``where`` (a path or a binary file object).
 
     Keyword arguments, as ``pyarrow.parquet.write_table``: ``row_group_size``,
-    ``compression`` (default ``"zstd"``), ``compression_level``, ``data_page_size``,
+    ``compression`` (default ``"zstd"``; also ``"snappy"``, ``"gzip"``, ``"brotli"``,
+    ``"lz4"``/``"lz4_raw"``, ``None``), ``compression_level``, ``data_page_size``,
     ``data_page_row_limit``, ``data_page_version`` (``"1.0"`` or ``"2.0"``), ``use_dictionary``,
     ``column_encoding``, ``write_statistics``, ``write_page_index``, ``write_page_checksum``,
     ``bloom_filter_options`` (``{column: {"ndv": int, "fpp": float}}`` or ``{column: True}``),
@@ -242,14 +548,25 @@ def write_table(
     :class:`~streamwrite.encryption.FileEncryption` to encrypt the file (Parquet modular
     encryption).
 
+    A path is written to a temporary file beside it and renamed into place once complete:
+    whatever fails, a file already at the path stays byte-identical. A file object is written
+    directly.
+
     Raises:
-        ConfigError: bad option values, or encryption settings naming unknown columns.
-        EncryptionError: the KMS fails to wrap a data key.
-        LimitError: an encrypted file would get more than 32768 row groups.
-        SchemaError: a type streamwrite cannot write (``UnsupportedError`` for nested types).
-        StreamwriteIOError: the file cannot be written.
+        TypeError: A keyword argument that is not an option (naming the closest one).
+        ConfigError: Bad option values, or encryption settings naming unknown columns.
+        EncryptionError: The KMS fails to wrap a data key.
+        LimitError: An encrypted file would get more than 32768 row groups.
+        SchemaError: A type streamwrite cannot write (``UnsupportedError`` for nested types),
+            or a value that does not fit its column (a null in a REQUIRED column...).
+        StreamwriteIOError: The file cannot be written.
     """
+    check_option_names(options, "write_table", ("encryption",))
     if isinstance(table, pa.RecordBatch):
         table = pa.Table.from_batches([table])
+    if not isinstance(table, pa.Table):
+        raise ConfigError(
+            f"write_table() writes a pyarrow Table or RecordBatch, not a {type(table).__name__}."
+        )
     with ParquetWriter(where, table.schema, encryption=encryption, **options) as writer:
         writer.write_table(table)
