@@ -46,7 +46,7 @@ from streamwrite.layout.txn import Segment, TxnRecord, segment_name
 from streamwrite.live import EncodedRowGroup, LiveFile
 from streamwrite.options import make_write_options
 from streamwrite.schema import arrow_to_parquet
-from streamwrite.writer import as_table, row_group_jobs
+from streamwrite.writer import as_table, check_values, row_group_jobs
 
 __all__ = ["KV_TXN", "Table"]
 
@@ -96,7 +96,7 @@ class Table:
         self.executor = executor
         self._owns_executor = owns_executor
         self._write_kwargs = write_options
-        self.options = make_write_options(schema.names, **write_options)
+        self.options = make_write_options(schema.names, caller="open_table", **write_options)
         self.parquet_schema = arrow_to_parquet(schema)
         self._buffers: dict[str, PartitionBuffer] = {}
         self._buffered_rows = 0
@@ -243,13 +243,15 @@ class Table:
             ConfigError: ``app_id`` without ``batch_id`` (or the reverse), a negative or
                 non-integer ``batch_id``, or ``on_stale`` not ``"error"`` or ``"skip"``.
             StaleBatchError: ``batch_id`` is below the last one committed for ``app_id``.
-            SchemaError: the data does not match the table schema.
+            SchemaError: the data does not match the table schema, or holds a value its
+                column cannot take (a null in a REQUIRED column...): nothing is buffered.
             StateError: an earlier commit failed (the table is poisoned), or it is closed.
             StreamwriteIOError: this commit failed (the table is poisoned from now on).
         """
         self._check()
         batch_id = check_batch_id(app_id, batch_id, on_stale)
         table = as_table(data, self.schema, "the table")
+        check_values(table, self.parquet_schema)  # refused whole, before any of it is buffered
         # Once accepted, a batch is buffered (or committed) whole: cancellation waits for that.
         with anyio.CancelScope(shield=True):
             result = await self._accept(table, app_id, batch_id, on_stale)

@@ -56,6 +56,7 @@ from streamwrite.layout.partitioning import check_timestamp_field
 from streamwrite.layout.txn import TXN_FILE, TxnRecord, decode_txn
 from streamwrite.options import make_write_options
 from streamwrite.schema import arrow_to_parquet, decode_arrow_schema, encode_arrow_schema
+from streamwrite.writer import check_write_options
 
 __all__ = [
     "Table",
@@ -173,8 +174,9 @@ async def open_table(
     txn_path = directory / TXN_FILE
     if schema is not None and not txn_path.exists():
         check_timestamp_field(schema, timestamp, partition_by)
-        make_write_options(schema.names, **write_options)  # validate before creating anything
-        arrow_to_parquet(schema)
+        # Validate before creating anything.
+        options = make_write_options(schema.names, caller="open_table", **write_options)
+        check_write_options(arrow_to_parquet(schema), options)
     directory.mkdir(parents=True, exist_ok=True)
     if not (lock_timeout >= 0 and math.isfinite(lock_timeout)):
         raise ConfigError(f"lock_timeout must be a number of seconds >= 0, got {lock_timeout!r}.")

@@ -124,3 +124,40 @@ def test_default_settings_commit_appended_rows_within_about_a_second(tmp_path: P
             assert table.metrics.commits >= 1
 
     _run(scenario)
+
+
+def test_a_bad_value_is_refused_at_append_and_the_table_goes_on(tmp_path: Path) -> None:
+    """A null in a REQUIRED column is refused whole, before it is buffered (nothing is lost)."""
+    import pyarrow as pa
+
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False)])
+
+    async def scenario() -> None:
+        async with await open_table(tmp_path / "t", schema) as table:
+            await table.append(pa.table({"id": [1, 2]}, schema=schema))
+            bad = pa.table({"id": pa.array([3, None], pa.int64())}, schema=schema)
+            with pytest.raises(streamwrite.SchemaError, match="'id'"):
+                await table.append(bad, app_id="a", batch_id=0)
+            await table.append(pa.table({"id": [4]}, schema=schema), app_id="a", batch_id=0)
+
+    _run(scenario)
+    assert sorted(streamwrite.read_table(tmp_path / "t")["id"].to_pylist()) == [1, 2, 4]
+
+
+def test_open_table_names_itself_for_a_misspelt_option_and_creates_nothing(
+    tmp_path: Path,
+) -> None:
+    async def scenario() -> None:
+        with pytest.raises(TypeError, match=r"open_table\(\).*'compresion'.*'compression'"):
+            await open_table(tmp_path / "t", BATCH.schema, compresion="zstd")
+        with pytest.raises(ConfigError, match="BOOLEAN"):
+            import pyarrow as pa
+
+            await open_table(
+                tmp_path / "t",
+                pa.schema([("flag", pa.bool_())]),
+                bloom_filter_options={"flag": True},
+            )
+
+    _run(scenario)
+    assert not (tmp_path / "t").exists()
