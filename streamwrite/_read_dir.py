@@ -144,9 +144,11 @@ def _partition_columns(
             [int(v) for v in unique] if as_int else unique, pa.int32() if as_int else pa.string()
         )
         position = {v: i for i, v in enumerate(unique)}
+        null = pa.array([None], dictionary.type)  # pyarrow's chunk for a null partition
         chunks = [
             pa.DictionaryArray.from_arrays(
-                pa.array([None if v is None else position[v]] * n, pa.int32()), dictionary
+                pa.array([0 if v is None else position[v]] * n, pa.int32()),
+                null if v is None else dictionary,
             )
             for v, n in zip(raw, num_rows, strict=True)
         ]

@@ -493,9 +493,9 @@ class ParquetFile:
         columns: Sequence[str] | None = None,
         row_groups: Sequence[int] | None = None,
     ) -> Iterator[pa.RecordBatch]:
-        """Read the file as record batches of at most ``batch_size`` rows, one row group in
-        memory at a time (as ``pyarrow.parquet.ParquetFile.iter_batches``; a batch never spans
-        two row groups).
+        """Read the file as record batches of ``batch_size`` rows (the last may be shorter),
+        as ``pyarrow.parquet.ParquetFile.iter_batches`` (batches span row groups), holding one
+        row group and one batch in memory at a time.
 
         Args:
             batch_size: most rows per batch.
@@ -524,8 +524,21 @@ class ParquetFile:
     def _batches(
         self, batch_size: int, columns: list[str], indexes: list[int]
     ) -> Iterator[pa.RecordBatch]:
+        pending: list[pa.Table] = []  # slices of at most two row groups, < batch_size rows
+        pending_rows = 0
         for i in indexes:
-            yield from self.read_row_group(i, columns).to_batches(max_chunksize=batch_size)
+            table = self.read_row_group(i, columns)
+            offset = 0
+            while offset < table.num_rows:
+                take = min(batch_size - pending_rows, table.num_rows - offset)
+                pending.append(table.slice(offset, take))
+                pending_rows += take
+                offset += take
+                if pending_rows == batch_size:
+                    yield _one_batch(pending)
+                    pending, pending_rows = [], 0
+        if pending_rows:
+            yield _one_batch(pending)
 
     def close(self) -> None:
         """Close the file if this object opened it."""
@@ -536,6 +549,11 @@ class ParquetFile:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _one_batch(parts: list[pa.Table]) -> pa.RecordBatch:
+    """The rows of ``parts`` as one contiguous record batch."""
+    return pa.concat_tables(parts).combine_chunks().to_batches()[0]
 
 
 @public_keywords("streamwrite.read_table")
