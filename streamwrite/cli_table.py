@@ -272,6 +272,8 @@ def table_compaction_status(
             f"A writer (pid {', '.join(map(str, holders))}) holds the table: this is its "
             "background compactor's decision (newest segments count once idle)."
         )
+    elif holders == []:
+        notes.append("No process holds the table: this is what `streamwrite compact` does now.")
     elif holders is None:
         notes.append("Whether a writer holds the table is unknown here (no /proc/locks).")
     names = [partition] if partition else sorted(record.partitions)

@@ -36,7 +36,9 @@ from streamwrite._file_tail import _leaf_paths
 from streamwrite.errors import StreamwriteError
 from streamwrite.format import structs as t
 from streamwrite.format.enums import Type
+from streamwrite.format.thrift import deserialize
 from streamwrite.schema import ColumnSpec, parquet_to_arrow
+from workers.cipher import FOOTER_SIGNATURE_SIZE
 from workers.decode import KERNEL_ERRORS
 from workers.encoding.plain import decode_plain
 from workers.stats import SortOrder, decode_stat
@@ -443,13 +445,25 @@ class ParquetSchemaView:
 class FileMetaData:
     """A file's footer, shaped as ``pyarrow.parquet.FileMetaData``."""
 
-    def __init__(self, file: ParquetFile, serialized_size: int) -> None:
+    def __init__(self, file: ParquetFile) -> None:
         self.file = file
         self.thrift: t.FileMetaData = file.thrift_metadata
         """The Thrift ``FileMetaData`` struct."""
-        self.serialized_size = serialized_size
-        """Bytes of the serialized (plaintext) FileMetaData."""
         self._logical: dict[int, ColumnSpec] | None = None
+
+    @property
+    def serialized_size(self) -> int:
+        """Bytes of the FileMetaData as pyarrow counts them: without a plaintext footer's
+        signature; an encrypted footer's whole module (length, nonce, ciphertext, tag)."""
+        size = self.file.file_size
+        footer_size = size - 8 - self.file.footer_offset
+        if bytes(self.file.read_bytes(size - 4, 4)) == b"PARE":
+            footer = self.file.read_bytes(self.file.footer_offset, footer_size)
+            _, crypto_size = deserialize(t.FileCryptoMetaData, footer)
+            return footer_size - crypto_size
+        if self.thrift.encryption_algorithm is not None:
+            return footer_size - FOOTER_SIGNATURE_SIZE
+        return footer_size
 
     @property
     def num_rows(self) -> int:

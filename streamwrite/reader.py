@@ -49,11 +49,9 @@ from streamwrite.errors import (
     UnsupportedError,
 )
 from streamwrite.format import structs as t
-from streamwrite.format.thrift import serialize
 from streamwrite.metadata import FileMetaData
 from streamwrite.options import ReadOptions
 from streamwrite.schema import ColumnSpec, ParquetSchema, from_physical, parquet_to_arrow
-from workers.cipher import FOOTER_SIGNATURE_SIZE
 from workers.decode import KERNEL_ERRORS, DecodedChunk, PageInfo, concat_values, decode_chunk
 from workers.jobs import SourceChunk
 
@@ -126,17 +124,8 @@ class ParquetFile:
         (:class:`streamwrite.metadata.FileMetaData`); the Thrift ``FileMetaData`` struct is
         :attr:`thrift_metadata`."""
         if self._metadata is None:
-            self._metadata = FileMetaData(self, self._serialized_size())
+            self._metadata = FileMetaData(self)
         return self._metadata
-
-    def _serialized_size(self) -> int:
-        """Bytes of the plaintext FileMetaData (as pyarrow's ``serialized_size``)."""
-        footer_size = self._source.size - 8 - self.footer_offset
-        if bytes(self._source.read(self._source.size - 4, 4)) == b"PARE":
-            return len(serialize(self.thrift_metadata))
-        if self.thrift_metadata.encryption_algorithm is not None:
-            return footer_size - FOOTER_SIGNATURE_SIZE
-        return footer_size
 
     def _make_schema(self) -> tuple[ParquetSchema, list[str]]:
         """The schema of the columns we read and the dotted path of every leaf column."""
@@ -231,6 +220,11 @@ class ParquetFile:
         if missing:
             raise SchemaError(f"Columns {missing} are not in the file; it has {list(by_name)}.")
         return [by_name[c] for c in columns]
+
+    @property
+    def file_size(self) -> int:
+        """Bytes of the file this object reads (a snapshot's committed size)."""
+        return self._source.size
 
     def read_bytes(self, offset: int, size: int) -> memoryview:
         """``size`` bytes at absolute ``offset``, checked to lie inside the file."""

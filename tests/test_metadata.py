@@ -273,3 +273,43 @@ def test_lz4_hadoop_codec_is_named(tmp_path: Path) -> None:
     assert pq.ParquetFile(path).metadata.row_group(0).column(0).compression == "UNKNOWN"
     with streamwrite.ParquetFile(path) as pf:
         assert pf.metadata.row_group(0).column(0).compression == "LZ4_HADOOP"
+
+
+@pytest.mark.parametrize("plaintext_footer", [False, True])
+@pytest.mark.parametrize("algorithm", ["AES_GCM_V1", "AES_GCM_CTR_V1"])
+def test_metadata_of_encrypted_files_equals_pyarrow(
+    tmp_path: Path, plaintext_footer: bool, algorithm: str
+) -> None:
+    """pyarrow-encrypted files (encrypted or signed plaintext footer), both read with keys."""
+    import pyarrow.parquet.encryption as pe
+
+    from streamwrite.crypto import InMemoryKms
+    from streamwrite.decryption import DecryptionConfig
+    from tests.test_crypto_keys import _PyarrowKms
+    from tests.test_reader_decryption import MASTER_KEYS, _write_pyarrow
+
+    path = tmp_path / "enc.parquet"
+    _write_pyarrow(
+        path, double=True, plaintext_footer=plaintext_footer, algorithm=algorithm, row_group_size=60
+    )
+    factory = pe.CryptoFactory(lambda _cfg: _PyarrowKms(InMemoryKms(MASTER_KEYS), []))
+    props = factory.file_decryption_properties(pe.KmsConnectionConfig())
+    theirs = pq.ParquetFile(path, decryption_properties=props).metadata
+    with streamwrite.ParquetFile(
+        path, decryption=DecryptionConfig.from_kms(InMemoryKms(MASTER_KEYS))
+    ) as pf:
+        ours = pf.metadata
+        _compare(ours, theirs, FILE_FIELDS, "file")
+        assert ours.num_row_groups > 1
+        for i in range(theirs.num_row_groups):
+            for j in range(theirs.num_columns):
+                column, their_column = ours.row_group(i).column(j), theirs.row_group(i).column(j)
+                _compare(column, their_column, COLUMN_FIELDS, f"row_group({i}).column({j})")
+                if their_column.statistics is not None:
+                    assert column.statistics is not None
+                    _compare(column.statistics, their_column.statistics, STATS_FIELDS, "stats")
+    if plaintext_footer:  # without keys: the footer reads, encrypted chunks refuse
+        with streamwrite.ParquetFile(path) as pf:
+            assert pf.metadata.num_rows == theirs.num_rows
+            with pytest.raises(streamwrite.EncryptionError):
+                pf.metadata.row_group(0).column(0).statistics  # noqa: B018
