@@ -78,7 +78,7 @@ def _progress(args: argparse.Namespace) -> cli_table.Progress[Any]:
             return iter(items)
         from tqdm import tqdm  # type: ignore[import-untyped]
 
-        return iter(tqdm(items, total=total, desc=desc, unit=desc.split()[-1], file=sys.stderr))
+        return iter(tqdm(items, total=total, desc=desc, unit=f" {desc}", file=sys.stderr))
 
     return wrap
 
@@ -96,9 +96,14 @@ def _is_live(path: Path) -> bool:
 
 
 def _not_readable_dir(path: Path) -> ConfigError:
-    from streamwrite._read_dir import classify_directory
+    from streamwrite._read_dir import DirectoryKind, classify_directory
 
     kind = classify_directory(path)  # raises a ConfigError saying what it is not
+    if kind is DirectoryKind.LIVE:  # no data.parquet: a table's partition
+        return ConfigError(
+            f"{str(path)!r} is a partition of a table (or a live file without data.parquet): "
+            "give the table's directory or one of its segments."
+        )
     return ConfigError(
         f"{str(path)!r} is a {kind.value}, not a Parquet file, a live file or a table: "
         "give one of its files."

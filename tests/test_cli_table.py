@@ -104,6 +104,12 @@ def test_inspect_a_table(table_path: Path) -> None:
     assert all(f"partition {name}" in text.stdout for name in record.partitions)
 
 
+def test_inspect_a_partition_points_at_the_table(table_path: Path) -> None:
+    partition = next(iter(_record(table_path).partitions))
+    result = run("inspect", str(table_path / partition))
+    assert result.returncode == 2 and "is a partition of a table" in result.stderr
+
+
 def test_inspect_shows_retired_segments_after_compaction(table_path: Path) -> None:
     result = run("compact", str(table_path), "--grace", "600")
     assert result.returncode == 0, result.stderr
@@ -282,6 +288,16 @@ def test_compact_on_a_directory_that_is_no_table_creates_no_lock(tmp_path: Path)
     assert list((tmp_path / "data").iterdir()) == []
     result = run("inspect", str(tmp_path / "data"))
     assert result.returncode == 2 and "not a table (it has no _txn)" in result.stderr
+    result = run("recover", str(tmp_path / "data"), "--apply")
+    assert result.returncode == 2 and "is not a live file" in result.stderr
+    assert list((tmp_path / "data").iterdir()) == []
+    streamwrite.write_table(pa.table({"a": [1]}), tmp_path / "data" / "part-0.parquet")
+    result = run("verify", str(tmp_path / "data"))
+    assert result.returncode == 2
+    assert (
+        "is a directory of Parquet files" in result.stderr
+        and "give one of its files" in result.stderr
+    )
 
 
 # -- typed statistics ---------------------------------------------------------------------

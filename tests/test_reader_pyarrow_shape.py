@@ -180,3 +180,31 @@ def test_read_table_copy_of_plain_dir_keeps_working(tmp_path: Path) -> None:
     shutil.copytree(src, tmp_path / "dst")
     os.utime(tmp_path / "dst" / "part-1.parquet")
     assert streamwrite.read_table(tmp_path / "dst").equals(pq.read_table(tmp_path / "dst"))
+
+
+README_SNIPPET = """
+pf = streamwrite.ParquetFile("trades.parquet")
+md = pf.metadata  # shaped as pyarrow.parquet.ParquetFile("trades.parquet").metadata
+print(md.num_rows, md.num_row_groups, md.num_columns, md.created_by, md.serialized_size)
+column = md.row_group(0).column(1)
+print(column.path_in_schema, column.physical_type, column.compression, column.encodings)
+stats = column.statistics  # min/max typed as pyarrow types them: datetime, str, Decimal, date...
+print(stats.min, stats.max, stats.null_count, stats.num_values)
+raw = pf.thrift_metadata  # the Thrift FileMetaData struct, as parsed
+for batch in pf.iter_batches(batch_size=65_536, columns=["sym"]):
+    print(batch.num_rows)  # a pyarrow.RecordBatch; one row group in memory at a time
+pq.write_to_dataset(pa.table({"day": [1, 1, 2], "px": [1.0, 2.0, 3.0]}), "plain", ["day"])
+print(streamwrite.read_table("plain"))  # a directory of plain Parquet files, as pq.read_table
+"""
+
+
+def test_readme_parquet_file_snippet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    table = pa.table({"ts": pa.array([1, 2, 3], pa.timestamp("ns")), "sym": ["a", "b", "a"]})
+    streamwrite.write_table(table, "trades.parquet")
+    scope = {"streamwrite": streamwrite, "pa": pa, "pq": pq}
+    exec(README_SNIPPET, scope)  # the README's own text
+    assert scope["stats"].min == "a" and scope["stats"].max == "b"
+    assert scope["column"].compression == "ZSTD" and scope["md"].num_rows == 3
+    assert isinstance(scope["raw"], t.FileMetaData)
+    assert scope["batch"].num_rows == 3
