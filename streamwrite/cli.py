@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeVar
@@ -78,9 +79,60 @@ def _progress(args: argparse.Namespace) -> cli_table.Progress[Any]:
             return iter(items)
         from tqdm import tqdm  # type: ignore[import-untyped]
 
-        return iter(tqdm(items, total=total, desc=desc, unit=f" {desc}", file=sys.stderr))
+        bar = tqdm(items, total=total, desc=desc, unit=f" {desc}", file=sys.stderr)
+        _BARS.append(bar)
+        return iter(bar)
 
     return wrap
+
+
+_BARS: list[Any] = []
+"""Progress bars shown so far: closed before the Ctrl-C line, so that it comes last."""
+
+
+def _close_bars() -> None:
+    while _BARS:
+        _BARS.pop().close()
+
+
+def run_interruptible(work: Callable[[], Awaitable[_T]]) -> _T:
+    """Run ``work`` in an event loop where Ctrl-C cancels it through anyio (shielded cleanup,
+    such as deleting an unpublished segment, completes), then raises KeyboardInterrupt.
+
+    A second Ctrl-C during that cleanup interrupts it at once.
+    """
+    import anyio
+
+    interrupted = False
+
+    async def main() -> list[_T]:
+        nonlocal interrupted
+        result: list[_T] = []
+        async with anyio.create_task_group() as group:
+
+            async def watch() -> None:
+                nonlocal interrupted
+                with anyio.open_signal_receiver(signal.SIGINT) as signals:
+                    async for _ in signals:
+                        interrupted = True
+                        group.cancel_scope.cancel()
+                        return
+
+            group.start_soon(watch)
+            result.append(await work())
+            group.cancel_scope.cancel()
+        return result
+
+    try:
+        result = anyio.run(main)
+    except BaseExceptionGroup as group:  # the task group wraps what ``work`` raised
+        error: BaseException = group
+        while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+            error = error.exceptions[0]
+        raise error from None
+    if interrupted or not result:
+        raise KeyboardInterrupt
+    return result[0]
 
 
 def _existing(text: str) -> Path:
@@ -232,15 +284,13 @@ def _recover_table(path: Path, args: argparse.Namespace) -> int:
             print(f"  {line}")
         print("  delete segment directories _txn neither lists nor retires")
         return EXIT_OK
-    import anyio
-
     from streamwrite.table import open_table
 
     async def run() -> None:
         table = await open_table(path, compaction_interval=None)
         await table.close()
 
-    anyio.run(run)
+    run_interruptible(run)
     print(f"recovery of {args.path} did:")
     for line in tails or ["nothing past the committed sizes _txn lists"]:
         print(f"  {line}")
@@ -280,7 +330,6 @@ def _compact(args: argparse.Namespace) -> int:
 
 
 def _compact_run(path: Path, policy: Any, args: argparse.Namespace) -> int:
-    import anyio
 
     from streamwrite.table import open_table
 
@@ -292,6 +341,7 @@ def _compact_run(path: Path, policy: Any, args: argparse.Namespace) -> int:
 
         total = 1 if args.partition else len(cli_table.read_record(path).partitions)
         bar = tqdm(total=total, desc="compact", unit="partition", file=sys.stderr)
+        _BARS.append(bar)
 
     def step(name: str) -> None:
         nonlocal published
@@ -307,15 +357,17 @@ def _compact_run(path: Path, policy: Any, args: argparse.Namespace) -> int:
     async def run() -> list[Any]:
         table = await open_table(path, compaction=policy, compaction_interval=None)
         try:
-            return await table.compact(args.partition, hook=step)
+            results: list[Any] = await table.compact(args.partition, hook=step)
+            return results
         finally:
             await table.close()
 
     try:
-        outcome = anyio.run(run)
-    finally:
+        outcome = run_interruptible(run)
         if bar is not None:
             bar.update(bar.total - bar.n)
+    finally:
+        if bar is not None:
             bar.close()
     if args.json:
         print(json.dumps([asdict(item) for item in outcome], indent=2))
@@ -397,6 +449,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.interrupted = "interrupted: nothing was changed"
         status: int = args.run(args)
     except KeyboardInterrupt:
+        _close_bars()
         print(f"streamwrite {args.command}: {args.interrupted}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (StreamwriteError, OSError) as exc:
