@@ -16,6 +16,11 @@ Encrypted files are read with a :class:`~streamwrite.decryption.DecryptionConfig
 an encrypted footer raises EncryptionError, and a plaintext-footer file reads its plaintext
 columns only. Files with nested columns open too: their flat top-level columns can be read
 with ``columns=``; reading a nested column raises UnsupportedError.
+
+``ParquetFile.metadata`` has the shape of ``pyarrow.parquet.ParquetFile(...).metadata``
+(:mod:`streamwrite.metadata`); the Thrift ``FileMetaData`` is ``ParquetFile.thrift_metadata``.
+``read_table`` dispatches on what it is given: a file or buffer, a live file, a table, or a
+directory of plain Parquet files (:mod:`streamwrite._read_dir`).
 """
 
 from __future__ import annotations
