@@ -38,7 +38,8 @@ EXIT_OK, EXIT_PROBLEM, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 EPILOG = """\
 PATH is a Parquet file, a live file (a directory holding data.parquet + _pm) or a
-table (a directory holding _txn). Only `recover --apply` and `compact` write.
+table (a directory holding _txn). Only `recover --apply` and `compact` write. Long
+work shows progress on stderr when stdout and stderr are terminals (-q/--quiet: none).
 
 examples:
   streamwrite inspect trades.parquet             footer, schema, row groups, typed statistics
