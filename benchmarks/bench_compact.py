@@ -477,7 +477,7 @@ def _read_per_segment(sources: list[tuple[Path, int]]) -> int:
     rows = 0
     for path, size in sources:
         with ParquetFile(path.parent, snapshot=size) as pf:
-            for index in range(len(pf.metadata.row_groups or [])):
+            for index in range(len(pf.thrift_metadata.row_groups or [])):
                 rows += pf.read_row_group(index).num_rows
     return rows
 

@@ -190,7 +190,7 @@ def _modules(path: Path, columns: set[str] | None, decryption: DecryptionConfig)
     with streamwrite.ParquetFile(path, decryption=decryption) as pf:
         specs = [s for s in pf.parquet_schema.columns if columns is None or s.name in columns]
         for i in range(pf.num_row_groups):
-            chunks = (pf.metadata.row_groups or [])[i].columns or []
+            chunks = (pf.thrift_metadata.row_groups or [])[i].columns or []
             for spec in specs:
                 stats = pf.column_metadata(i, spec.index).encoding_stats
                 if stats is None:

@@ -291,7 +291,7 @@ class Merger:
 
 
 def _raw_row_group(pf: ParquetFile, index: int, size: int) -> EncodedRowGroup:
-    row_group = (pf.metadata.row_groups or [])[index]
+    row_group = (pf.thrift_metadata.row_groups or [])[index]
     chunks = copy_row_group(
         lambda offset, n: bytes(pf.read_bytes(offset, n)), row_group, file_size=size
     )

@@ -1,288 +1,181 @@
-"""Command line: ``streamwrite inspect FILE|DIR [--json]``, ``streamwrite verify FILE|DIR``,
-``streamwrite recover DIR [--apply]`` (a DIR is a live file: data.parquet + _pm) and
-``streamwrite compact TABLE [--partition P] [--status]`` (a table directory with ``_txn``).
+"""Command line: inspect, verify, recover and compact Parquet files, live files and tables.
 
-Exit status: 0 on success, 1 when ``verify`` finds a problem, 2 when the file cannot be read
-or the arguments are wrong.
+``streamwrite inspect PATH [--json]``, ``streamwrite verify PATH``, ``streamwrite recover PATH
+[--apply]``, ``streamwrite compact TABLE [--partition P] [--status]``, where PATH is a Parquet
+file, a live file (a directory holding ``data.parquet`` + ``_pm``) or a table (a directory
+holding ``_txn``). ``python -m streamwrite`` runs the same. The full usage with examples is
+:data:`EPILOG` (``streamwrite --help``).
 
-Encrypted files: ``inspect`` and ``verify`` take explicit keys as ``--footer-key HEX``,
-``--column-key NAME=HEX`` (repeatable) and ``--aad-prefix TEXT``, or ``--keys-file PATH``, or the
-environment variable ``STREAMWRITE_KEYS``; the last two hold JSON
-``{"footer": HEX, "columns": {NAME: HEX}, "aad_prefix": TEXT}``. Options win over the file, the
-file over the environment. Key bytes are never printed.
+Nothing but ``recover --apply`` and ``compact`` (without ``--status``) changes a byte; those
+two take the table's ``_lock``. A path that does not exist is an error (exit 2): no command
+creates a directory or a ``_lock`` file. Long work shows progress (tqdm) on stderr when both
+stdout and stderr are terminals, unless ``--quiet``. Ctrl-C prints one line saying what was
+done and exits 130.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from streamwrite.decryption import DecryptionConfig
+import streamwrite
+from streamwrite import cli_table
+from streamwrite.cli_keys import add_key_options, decryption_from_args
+from streamwrite.cli_show import describe, print_compaction, print_file, print_live, print_table
 from streamwrite.errors import ConfigError, StreamwriteError
-from streamwrite.format import structs as t
+from streamwrite.layout.actions import LiveFileName
 from streamwrite.reader import ParquetFile
 
-__all__ = ["main"]
+__all__ = ["EPILOG", "main"]
 
-KEYS_ENV = "STREAMWRITE_KEYS"
-"""Environment variable holding the keys JSON (as ``--keys-file``)."""
+EXIT_OK, EXIT_PROBLEM, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 
+EPILOG = """\
+PATH is a Parquet file, a live file (a directory holding data.parquet + _pm) or a
+table (a directory holding _txn). Only `recover --apply` and `compact` write. Long
+work shows progress on stderr when stdout and stderr are terminals (-q/--quiet: none).
 
-_Enum = type[t.Type] | type[t.Encoding] | type[t.CompressionCodec]
+examples:
+  streamwrite inspect trades.parquet             footer, schema, row groups, typed statistics
+  streamwrite inspect ticks/ --json              a table: _txn version, partitions, segments,
+                                                 dead bytes, retired segments, writer pid
+  streamwrite verify ticks/                      check every page of every committed segment
+  streamwrite verify live/                       ... and report a torn tail past the last commit
+  streamwrite recover live/                      say what recovery would do
+  streamwrite recover live/ --apply              cut a torn tail, rebuild _pm
+  streamwrite compact ticks/ --status            the compaction decision (read-only, works while
+                                                 a writer holds the table)
+  streamwrite compact ticks/ --partition 'ts_day=2026-11-22' --target-rows 100000
+  streamwrite inspect enc.parquet --footer-key 00112233445566778899aabbccddeeff
+  STREAMWRITE_KEYS='{"footer": "00..ff"}' streamwrite verify enc.parquet
 
+exit status:
+  0    success (verify: no problem found)
+  1    verify found a problem (damage, or bytes past the last commit: run recover --apply)
+  2    bad arguments, a path that does not exist or is not what the command needs, a file
+       that cannot be read, a table held by another writer (compact, recover --apply)
+  130  interrupted (Ctrl-C); the line printed says what was done
+"""
 
-def _name(value: int | None, enum: _Enum) -> str | None:
-    if value is None:
-        return None
-    try:
-        return enum(value).name
-    except ValueError:
-        return str(value)
-
-
-def _stat(value: bytes | None) -> str | None:
-    return None if value is None else value.hex()
-
-
-def describe(pf: ParquetFile) -> dict[str, Any]:
-    """A JSON-ready description of the file's footer, schema and column chunks."""
-    md = pf.metadata
-    columns = []
-    for spec in pf.parquet_schema.columns:
-        e = spec.element
-        columns.append(
-            {
-                "name": spec.name,
-                "arrow_type": str(spec.field.type),
-                "physical_type": spec.physical_type.name,
-                "type_length": spec.type_length,
-                "repetition": spec.repetition.name,
-                "logical_type": None if e.logicalType is None else repr(e.logicalType),
-            }
-        )
-    row_groups = []
-    for i, rg in enumerate(md.row_groups or []):
-        chunks = []
-        for spec in pf.parquet_schema.columns:
-            chunk = (rg.columns or [])[spec.index]
-            try:
-                meta = pf.column_metadata(i, spec.index)
-            except StreamwriteError:  # encrypted, no key for it (or damaged)
-                chunks.append({"column": spec.name, "encrypted": True})
-                continue
-            stats = meta.statistics
-            chunks.append(
-                {
-                    "column": spec.name,
-                    "codec": _name(meta.codec, t.CompressionCodec),
-                    "encodings": [_name(e, t.Encoding) for e in meta.encodings or []],
-                    "num_values": meta.num_values,
-                    "compressed_size": meta.total_compressed_size,
-                    "uncompressed_size": meta.total_uncompressed_size,
-                    "data_page_offset": meta.data_page_offset,
-                    "dictionary_page_offset": meta.dictionary_page_offset,
-                    "statistics": None
-                    if stats is None
-                    else {
-                        "null_count": stats.null_count,
-                        "min_value": _stat(stats.min_value),
-                        "max_value": _stat(stats.max_value),
-                        "is_min_value_exact": stats.is_min_value_exact,
-                        "is_max_value_exact": stats.is_max_value_exact,
-                    },
-                    "bloom_filter": meta.bloom_filter_offset is not None,
-                    "bloom_filter_offset": meta.bloom_filter_offset,
-                    "bloom_filter_length": meta.bloom_filter_length,
-                    "column_index": chunk.column_index_offset is not None,
-                    "column_index_offset": chunk.column_index_offset,
-                    "offset_index": chunk.offset_index_offset is not None,
-                    "offset_index_offset": chunk.offset_index_offset,
-                    "encrypted": chunk.crypto_metadata is not None,
-                }
-            )
-        row_groups.append(
-            {
-                "index": i,
-                "num_rows": rg.num_rows,
-                "total_byte_size": rg.total_byte_size,
-                "total_compressed_size": rg.total_compressed_size,
-                "file_offset": rg.file_offset,
-                "columns": chunks,
-            }
-        )
-    return {
-        "version": md.version,
-        "created_by": md.created_by,
-        "num_rows": md.num_rows,
-        "num_row_groups": len(md.row_groups or []),
-        "footer_offset": pf.footer_offset,
-        "encryption_algorithm": pf.encryption_algorithm,
-        "unsupported_columns": pf.unsupported_columns,
-        "key_value_metadata": {
-            kv.key: (kv.value if kv.key != "ARROW:schema" else f"<{len(kv.value or '')} chars>")
-            for kv in md.key_value_metadata or []
-        },
-        "schema": columns,
-        "row_groups": row_groups,
-    }
+_T = TypeVar("_T")
 
 
-def _print_text(info: dict[str, Any]) -> None:
-    print(f"created_by: {info['created_by']}")
-    print(
-        f"rows: {info['num_rows']}  row groups: {info['num_row_groups']}  "
-        f"footer at byte {info['footer_offset']}"
-    )
-    if info["encryption_algorithm"]:
-        print(f"encryption: {info['encryption_algorithm']}")
-    if info["unsupported_columns"]:
-        print(f"nested columns (not shown): {', '.join(info['unsupported_columns'])}")
-    for key, value in info["key_value_metadata"].items():
-        print(f"metadata {key}: {value}")
-    print("schema:")
-    for c in info["schema"]:
-        print(f"  {c['name']}: {c['arrow_type']} ({c['physical_type']}, {c['repetition']})")
-    for rg in info["row_groups"]:
-        print(
-            f"row group {rg['index']}: {rg['num_rows']} rows, "
-            f"{rg['total_compressed_size']} bytes at {rg['file_offset']}"
-        )
-        for ch in rg["columns"]:
-            if ch.get("encrypted") and "codec" not in ch:
-                print(f"  {ch['column']}: encrypted (no key)")
-                continue
-            stats = ch["statistics"] or {}
-            extras = [name for name in ("bloom_filter", "column_index", "offset_index") if ch[name]]
-            print(
-                f"  {ch['column']}: {ch['codec']} {'/'.join(ch['encodings'])} "
-                f"{ch['compressed_size']}/{ch['uncompressed_size']} bytes, "
-                f"nulls={stats.get('null_count')} min={stats.get('min_value')} "
-                f"max={stats.get('max_value')} {' '.join(extras)}"
-                + (" encrypted" if ch["encrypted"] else "")
-            )
+def _terminal(args: argparse.Namespace) -> bool:
+    """Progress is shown: stdout and stderr are both terminals and no ``--quiet``."""
+    return not args.quiet and sys.stderr.isatty() and sys.stdout.isatty()
 
 
-def _print_live(live: dict[str, Any]) -> None:
-    pm = live["pm"]
-    print(
-        f"live file {live['path']}: committed data.parquet size "
-        f"{live['committed_parquet_size']}, uncommitted tail {live['uncommitted_tail_bytes']} bytes"
-    )
-    print(
-        f"_pm: {pm['committed_size']} bytes, {pm['footers']} footers, feature flags "
-        f"{pm['feature_flags']:#x}, bloom columns {pm['bloom_columns']}, "
-        f"dead bytes in data.parquet {pm['unused_bytes']}"
-    )
-    print("snapshots (seq parquet_size rows row_groups):")
-    for s in live["snapshots"]:
-        print(
-            f"  {s['seq']:>5} {s['parquet_size']:>12} {s['num_rows']:>10} {s['num_row_groups']:>5}"
-        )
-    print("footer chain, newest first (commit_seq parquet_size footer_length prev_size):")
-    for f in live["footer_chain"]:
-        if "problem" in f:
-            print(f"  at {f['parquet_size']}: {f['problem']}")
-        else:
-            print(
-                f"  {f['commit_seq']:>5} {f['parquet_size']:>12} {f['footer_length']:>8} "
-                f"{f['prev_size']:>12}"
-            )
+def _progress(args: argparse.Namespace) -> cli_table.Progress[Any]:
+    """A tqdm wrapper on a terminal (:func:`_terminal`), else none."""
+    enabled = _terminal(args)
+
+    def wrap(items: Iterable[_T], total: int, desc: str) -> Iterator[_T]:
+        if not enabled:
+            return iter(items)
+        from tqdm import tqdm  # type: ignore[import-untyped]
+
+        bar = tqdm(items, total=total, desc=desc, unit=f" {desc}", file=sys.stderr)
+        _BARS.append(bar)
+        return iter(bar)
+
+    return wrap
 
 
-def _hex_key(text: object, what: str) -> bytes:
-    if not isinstance(text, str):
-        raise ConfigError(f"The {what} must be a hex string.")
-    try:
-        key = bytes.fromhex(text)
-    except ValueError:
-        raise ConfigError(f"The {what} is not valid hex.") from None  # never echo the value
-    if len(key) not in (16, 24, 32):
-        raise ConfigError(f"The {what} is {len(key)} bytes long; AES needs 16, 24 or 32 bytes.")
-    return key
+_BARS: list[Any] = []
+"""Progress bars shown so far: closed before the Ctrl-C line, so that it comes last."""
 
 
-def _keys_json(text: str, where: str) -> dict[str, Any]:
-    try:
-        data = json.loads(text)
-    except ValueError:
-        raise ConfigError(f"The keys in {where} are not valid JSON.") from None
-    if not isinstance(data, dict) or not isinstance(data.get("columns", {}), dict):
-        raise ConfigError(
-            f'The keys in {where} must be {{"footer": HEX, "columns": {{NAME: HEX}}, '
-            '"aad_prefix": TEXT}.'
-        )
-    return data
+def _close_bars() -> None:
+    while _BARS:
+        _BARS.pop().close()
 
 
-def decryption_from_args(args: argparse.Namespace) -> DecryptionConfig | None:
-    """The keys given by options, ``--keys-file`` or ``STREAMWRITE_KEYS`` (in that order).
+def run_interruptible(work: Callable[[], Awaitable[_T]]) -> _T:
+    """Run ``work`` in an event loop where Ctrl-C cancels it through anyio (shielded cleanup,
+    such as deleting an unpublished segment, completes), then raises KeyboardInterrupt.
 
-    Returns:
-        The config, or None when no key was given.
-
-    Raises:
-        ConfigError: Malformed keys (the message never holds key bytes).
+    A second Ctrl-C during that cleanup interrupts it at once.
     """
-    data: dict[str, Any] = {}
-    if args.keys_file is not None:
-        try:
-            text = Path(args.keys_file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"Cannot read the keys file {args.keys_file!r}: {exc}") from None
-        data = _keys_json(text, f"the file {args.keys_file!r}")
-    elif os.environ.get(KEYS_ENV):
-        data = _keys_json(os.environ[KEYS_ENV], f"${KEYS_ENV}")
-    footer = data.get("footer")
-    footer_key = None if footer is None else _hex_key(footer, "footer key")
-    columns = {
-        str(name): _hex_key(value, f"key of column {name!r}")
-        for name, value in data.get("columns", {}).items()
-    }
-    prefix = data.get("aad_prefix")
-    if args.footer_key is not None:
-        footer_key = _hex_key(args.footer_key, "--footer-key")
-    for item in args.column_key:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise ConfigError("--column-key takes NAME=HEX.")
-        columns[name] = _hex_key(value, f"key of column {name!r}")
-    if args.aad_prefix is not None:
-        prefix = args.aad_prefix
-    if prefix is not None and not isinstance(prefix, str):
-        raise ConfigError("aad_prefix must be a string.")
-    if footer_key is None and not columns and prefix is None:
-        return None
-    return DecryptionConfig.from_keys(
-        footer_key=footer_key,
-        column_keys=columns,
-        aad_prefix=None if prefix is None else prefix.encode("utf-8"),
-    )
+    import anyio
+
+    interrupted = False
+
+    async def main() -> list[_T]:
+        nonlocal interrupted
+        result: list[_T] = []
+        async with anyio.create_task_group() as group:
+
+            async def watch() -> None:
+                nonlocal interrupted
+                with anyio.open_signal_receiver(signal.SIGINT) as signals:
+                    async for _ in signals:
+                        interrupted = True
+                        group.cancel_scope.cancel()
+                        return
+
+            group.start_soon(watch)
+            result.append(await work())
+            group.cancel_scope.cancel()
+        return result
+
+    try:
+        result = anyio.run(main)
+    except BaseExceptionGroup as group:  # the task group wraps what ``work`` raised
+        error: BaseException = group
+        while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+            error = error.exceptions[0]
+        raise error from None
+    if interrupted or not result:
+        raise KeyboardInterrupt
+    return result[0]
 
 
-def _add_key_options(parser: argparse.ArgumentParser) -> None:
-    keys = parser.add_argument_group("decryption keys (encrypted files)")
-    keys.add_argument("--footer-key", metavar="HEX", help="footer key, hex")
-    keys.add_argument(
-        "--column-key", metavar="NAME=HEX", action="append", default=[], help="a column's key"
-    )
-    keys.add_argument("--aad-prefix", metavar="TEXT", help="AAD prefix the file does not store")
-    keys.add_argument(
-        "--keys-file",
-        metavar="PATH",
-        help=f'JSON {{"footer": HEX, "columns": {{NAME: HEX}}, "aad_prefix": TEXT}} '
-        f"(default: ${KEYS_ENV})",
+def _existing(text: str) -> Path:
+    """The path, which must exist (a mistyped path creates nothing)."""
+    path = Path(text)
+    if not path.exists():
+        raise ConfigError(f"{text!r} does not exist (no such file or directory).")
+    return path
+
+
+def _is_live(path: Path) -> bool:
+    return path.is_dir() and (path / LiveFileName.DATA.value).is_file()
+
+
+def _not_readable_dir(path: Path) -> ConfigError:
+    from streamwrite._read_dir import DirectoryKind, classify_directory
+
+    kind = classify_directory(path)  # raises a ConfigError saying what it is not
+    if kind is DirectoryKind.LIVE:  # no data.parquet: a table's partition
+        return ConfigError(
+            f"{str(path)!r} is a partition of a table (or a live file without data.parquet): "
+            "give the table's directory or one of its segments."
+        )
+    return ConfigError(
+        f"{str(path)!r} is a {kind.value}, not a Parquet file, a live file or a table: "
+        "give one of its files."
     )
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    path = Path(args.file)
+    path = _existing(args.path)
     decryption = decryption_from_args(args)
+    args.interrupted = "interrupted: nothing was changed"
+    if path.is_dir() and cli_table.is_table(path):
+        info = cli_table.describe_table(path, decryption, _progress(args))
+        if args.json:
+            print(json.dumps(info, indent=2))
+        else:
+            print_table(info)
+        return EXIT_OK
+    if path.is_dir() and not _is_live(path):
+        raise _not_readable_dir(path)
     live = None
     if path.is_dir():
         from streamwrite.live_info import describe_live
@@ -294,36 +187,115 @@ def _inspect(args: argparse.Namespace) -> int:
         info = {"live": live, **info}
     if args.json:
         print(json.dumps(info, indent=2))
-        return 0
+        return EXIT_OK
     if live is not None:
-        _print_live(live)
-    _print_text(info)
-    return 0
+        print_live(live)
+    print_file(info)
+    return EXIT_OK
+
+
+def _verify_one(
+    source: Path, size: int | None, args: argparse.Namespace, progress: bool
+) -> tuple[int, int, list[str]]:
+    from streamwrite.verify import verify_file
+
+    report = verify_file(
+        source,
+        decryption=args.decryption,
+        snapshot=size,
+        progress=_progress(args) if progress else None,
+    )
+    return report.num_row_groups, report.num_pages, report.problems
+
+
+def _torn_tail(path: Path) -> list[str]:
+    """The live file's bytes past its last commit, as a problem."""
+    from streamwrite._file_tail import committed_size
+
+    committed = committed_size(path)
+    size = (path / LiveFileName.DATA.value).stat().st_size
+    if size <= committed:
+        return []
+    return [
+        f"data.parquet holds {size - committed} bytes past its last commit (at byte "
+        f"{committed}): a writer is appending, or a crash left a torn tail; other readers "
+        f"cannot open the bare file until it is cut. Run: streamwrite recover {path} --apply"
+    ]
+
+
+def _verify(args: argparse.Namespace) -> int:
+    path = _existing(args.path)
+    args.decryption = decryption_from_args(args)
+    args.interrupted = "interrupted: nothing was changed (verification incomplete)"
+    notes: list[str] = []
+    if path.is_dir() and cli_table.is_table(path):
+        verify = lambda d, s: _verify_one(d, s, args, progress=False)  # noqa: E731
+        row_groups, pages, problems, notes = cli_table.verify_table(path, verify, _progress(args))
+    elif path.is_dir() and not _is_live(path):
+        raise _not_readable_dir(path)
+    else:
+        row_groups, pages, problems = _verify_one(path, None, args, progress=True)
+        if path.is_dir():
+            problems = _torn_tail(path) + problems
+    for note in notes:
+        print(f"NOTE {note}")
+    for problem in problems:
+        print(f"PROBLEM {problem}")
+    status = "OK" if not problems else "FAILED"
+    print(f"{status}: {row_groups} row groups, {pages} pages checked, {len(problems)} problems")
+    return EXIT_OK if not problems else EXIT_PROBLEM
 
 
 def _recover(args: argparse.Namespace) -> int:
+    path = _existing(args.path)
+    args.interrupted = (
+        "interrupted: recovery may be half done; run it again (it is idempotent)"
+        if args.apply
+        else "interrupted: nothing was changed"
+    )
+    if path.is_dir() and cli_table.is_table(path):
+        return _recover_table(path, args)
+    if not _is_live(path):
+        raise ConfigError(
+            f"{args.path!r} is not a live file (a directory holding data.parquet and _pm) "
+            "or a table (a directory holding _txn)."
+        )
     from streamwrite.live import recover
 
-    plan = recover(args.path, apply=args.apply, decryption=decryption_from_args(args))
+    plan = recover(path, apply=args.apply, decryption=decryption_from_args(args))
     verb = "did" if args.apply else "would do (run with --apply to do it)"
     print(f"recovery of {args.path} {verb}:")
     for line in plan.describe():
         print(f"  {line}")
-    return 0
+    return EXIT_OK
 
 
-def _verify(args: argparse.Namespace) -> int:
-    from streamwrite.verify import verify_file
+def _recover_table(path: Path, args: argparse.Namespace) -> int:
+    """A table recovers when it is opened: each segment is rolled back to its ``_txn`` size,
+    unpublished segments are deleted (``open_table``)."""
+    record = cli_table.read_record(path)
+    tails = []
+    for name, size in record.files():
+        data = path.joinpath(*name.split("/")) / LiveFileName.DATA.value
+        if data.is_file() and data.stat().st_size > size:
+            tails.append(f"{name}: cut {data.stat().st_size - size} bytes past _txn's {size}")
+    if not args.apply:
+        print(f"recovery of {args.path} would do (run with --apply to do it):")
+        for line in tails or ["nothing past the committed sizes _txn lists"]:
+            print(f"  {line}")
+        print("  delete segment directories _txn neither lists nor retires")
+        return EXIT_OK
+    from streamwrite.table import open_table
 
-    report = verify_file(args.file, decryption=decryption_from_args(args))
-    for problem in report.problems:
-        print(f"PROBLEM {problem}")
-    status = "OK" if report.ok else "FAILED"
-    print(
-        f"{status}: {report.num_row_groups} row groups, {report.num_pages} pages checked, "
-        f"{len(report.problems)} problems"
-    )
-    return 0 if report.ok else 1
+    async def run() -> None:
+        table = await open_table(path, compaction_interval=None)
+        await table.close()
+
+    run_interruptible(run)
+    print(f"recovery of {args.path} did:")
+    for line in tails or ["nothing past the committed sizes _txn lists"]:
+        print(f"  {line}")
+    return EXIT_OK
 
 
 def _policy(args: argparse.Namespace) -> Any:
@@ -338,82 +310,152 @@ def _policy(args: argparse.Namespace) -> Any:
 
 
 def _compact(args: argparse.Namespace) -> int:
-    import anyio
+    path = _existing(args.table)
+    if not (path.is_dir() and cli_table.is_table(path)):
+        raise ConfigError(f"{args.table!r} is not a table (a directory holding _txn).")
+    policy = _policy(args)
+    args.interrupted = "interrupted: nothing was changed"
+    if args.status:
+        from streamwrite.options import DEFAULT_ROW_GROUP_SIZE
+
+        target = policy.target_row_group_rows or DEFAULT_ROW_GROUP_SIZE
+        statuses, notes = cli_table.table_compaction_status(
+            path, policy, target, decryption_from_args(args), args.partition, _progress(args)
+        )
+        if args.json:
+            print(json.dumps([asdict(s) for s in statuses], indent=2))
+        else:
+            print_compaction(statuses, notes)
+        return EXIT_OK
+    return _compact_run(path, policy, args)
+
+
+def _compact_run(path: Path, policy: Any, args: argparse.Namespace) -> int:
 
     from streamwrite.table import open_table
 
-    policy = _policy(args)
+    published = 0
+    args.interrupted = "compaction cancelled; the table is unchanged"
+    bar: Any = None
+    if _terminal(args):
+        from tqdm import tqdm
+
+        total = 1 if args.partition else len(cli_table.read_record(path).partitions)
+        bar = tqdm(total=total, desc="compact", unit="partition", file=sys.stderr)
+        _BARS.append(bar)
+
+    def step(name: str) -> None:
+        nonlocal published
+        if name == "sweep":  # one partition's swap is published
+            published += 1
+            args.interrupted = (
+                f"compaction cancelled after {published} partition(s) were compacted and "
+                "published; the rest of the table is unchanged"
+            )
+        if bar is not None:
+            bar.set_postfix_str(name)
 
     async def run() -> list[Any]:
-        table = await open_table(args.table, compaction=policy, compaction_interval=None)
+        table = await open_table(path, compaction=policy, compaction_interval=None)
         try:
-            if args.status:
-                return await table.compaction_status(explicit=True)
-            return await table.compact(args.partition)
+            results: list[Any] = await table.compact(args.partition, hook=step)
+            return results
         finally:
             await table.close()
 
-    outcome = anyio.run(run)
+    try:
+        outcome = run_interruptible(run)
+        if bar is not None:
+            bar.update(bar.total - bar.n)
+    finally:
+        if bar is not None:
+            bar.close()
     if args.json:
         print(json.dumps([asdict(item) for item in outcome], indent=2))
-    elif args.status:
-        for status in outcome:
-            verdict = f"compact {', '.join(status.merge)}" if status.compact else "leave"
-            print(f"{status.partition}: {verdict}")
-            for reason in status.reasons:
-                print(f"  {reason}")
-    elif not outcome:
+        return EXIT_OK
+    if not outcome:
         print(f"{args.table}: nothing to compact")
-    for result in [] if args.status or args.json else outcome:
+    for result in outcome:
         print(
             f"{result.partition}: {len(result.merged)} segment(s), {result.bytes_before:,} bytes "
             f"-> {result.segment.name}, {result.segment.size:,} bytes; {result.num_rows:,} rows; "
             f"{result.raw_row_groups} row groups copied raw, {result.reencoded_row_groups} "
             f"re-encoded; {result.seconds:.2f} s"
         )
-    if outcome and not args.status and policy.grace_seconds > 0:
+    if outcome and policy.grace_seconds > 0:
         print(
             f"replaced segments stay {policy.grace_seconds:g} s for readers of other processes; "
             "a later compact or open of the table deletes them"
         )
-    return 0
+    return EXIT_OK
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
-    parser = argparse.ArgumentParser(prog="streamwrite", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    inspect = sub.add_parser("inspect", help="show footer, schema, row groups and column chunks")
-    inspect.add_argument("file")
-    inspect.add_argument("--json", action="store_true", help="print JSON")
-    _add_key_options(inspect)
-    inspect.set_defaults(run=_inspect)
-    verify = sub.add_parser("verify", help="check every page, CRC, page index and bloom filter")
-    verify.add_argument("file")
-    _add_key_options(verify)
-    verify.set_defaults(run=_verify)
-    recover = sub.add_parser("recover", help="report (and with --apply do) live-file recovery")
-    recover.add_argument("path", help="a live-file directory (data.parquet + _pm)")
-    recover.add_argument("--apply", action="store_true", help="truncate torn tails, rebuild _pm")
-    _add_key_options(recover)
-    recover.set_defaults(run=_recover)
-    compact = sub.add_parser(
-        "compact", help="merge a table's small segments (the table's writer lock is taken)"
+def _parser() -> argparse.ArgumentParser:
+    raw = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(
+        prog="streamwrite",
+        description=(__doc__ or "").splitlines()[0],
+        epilog=EPILOG,
+        formatter_class=raw,
     )
-    compact.add_argument("table", help="a table directory (_txn + partitions)")
-    compact.add_argument("--partition", help="only this partition")
-    compact.add_argument("--status", action="store_true", help="only show the decision")
+    parser.add_argument(
+        "--version", action="version", version=f"streamwrite {streamwrite.__version__}"
+    )
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = (
+        ("inspect", "footer, schema, row groups, typed statistics; a table's segments"),
+        ("verify", "check every page, CRC, statistic, page index and bloom filter"),
+        ("recover", "report (and with --apply do) recovery of a live file or table"),
+        ("compact", "merge a table's small segments (takes the table's lock; --status does not)"),
+    )
+    made = {
+        name: sub.add_parser(
+            name, help=text, description=text, epilog=EPILOG, formatter_class=raw, parents=[common]
+        )
+        for name, text in commands
+    }
+    made["inspect"].add_argument("path", help="a Parquet file, live file or table")
+    made["inspect"].add_argument("--json", action="store_true", help="print JSON")
+    made["verify"].add_argument("path", help="a Parquet file, live file or table")
+    made["recover"].add_argument("path", help="a live file (data.parquet + _pm) or a table")
+    made["recover"].add_argument("--apply", action="store_true", help="cut torn tails, rebuild _pm")
+    compact = made["compact"]
+    compact.add_argument("table", help="a table directory (holding _txn)")
+    compact.add_argument("--partition", help="only this partition (a key of _txn)")
+    compact.add_argument("--status", action="store_true", help="only show the decision (read-only)")
     compact.add_argument("--sort", action="store_true", help="sort merged rows by timestamp")
     compact.add_argument("--target-rows", type=int, help="rows per merged row group")
     compact.add_argument("--grace", type=float, help="seconds old segments stay for readers")
     compact.add_argument("--json", action="store_true", help="print JSON")
+    for name in ("inspect", "verify", "recover", "compact"):
+        add_key_options(made[name])
+    made["inspect"].set_defaults(run=_inspect)
+    made["verify"].set_defaults(run=_verify)
+    made["recover"].set_defaults(run=_recover)
     compact.set_defaults(run=_compact)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line.
+
+    Returns:
+        The exit status: 0 success, 1 ``verify`` found a problem, 2 an error, 130 Ctrl-C.
+    """
+    args = argparse.Namespace(interrupted="interrupted: nothing was changed", command=None)
     try:
+        args = _parser().parse_args(argv)
+        args.interrupted = "interrupted: nothing was changed"
         status: int = args.run(args)
+    except KeyboardInterrupt:
+        _close_bars()
+        print(f"streamwrite {args.command}: {args.interrupted}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except (StreamwriteError, OSError) as exc:
         print(f"streamwrite {args.command}: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_ERROR
     return status
 
 

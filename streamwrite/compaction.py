@@ -182,7 +182,7 @@ def segment_info(directory: Path, size: int, decryption: Any = None) -> SegmentI
             record a commit of ``size`` bytes).
     """
     with ParquetFile(directory, snapshot=size, decryption=decryption) as pf:
-        rows = tuple(rg.num_rows or 0 for rg in pf.metadata.row_groups or [])
+        rows = tuple(rg.num_rows or 0 for rg in pf.thrift_metadata.row_groups or [])
         encrypted = pf.encryption_algorithm is not None
     sidecar = read_sidecar((directory / LiveFileName.PM.value).read_bytes())
     footer = next((f for _, f in sidecar.footers if f.parquet_file_size == size), None)

@@ -16,13 +16,18 @@ Encrypted files are read with a :class:`~streamwrite.decryption.DecryptionConfig
 an encrypted footer raises EncryptionError, and a plaintext-footer file reads its plaintext
 columns only. Files with nested columns open too: their flat top-level columns can be read
 with ``columns=``; reading a nested column raises UnsupportedError.
+
+``ParquetFile.metadata`` has the shape of ``pyarrow.parquet.ParquetFile(...).metadata``
+(:mod:`streamwrite.metadata`); the Thrift ``FileMetaData`` is ``ParquetFile.thrift_metadata``.
+``read_table`` dispatches on what it is given: a file or buffer, a live file, a table, or a
+directory of plain Parquet files (:mod:`streamwrite._read_dir`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +41,7 @@ from streamwrite._file_tail import (
     _needs_parquet_816_padding,
     _read_footer,
 )
+from streamwrite._keywords import public_keywords
 from streamwrite.decryption import ChunkDecryptor, DecryptionConfig
 from streamwrite.errors import (
     ConfigError,
@@ -48,7 +54,7 @@ from streamwrite.errors import (
     UnsupportedError,
 )
 from streamwrite.format import structs as t
-from streamwrite.layout.txn import TXN_FILE
+from streamwrite.metadata import FileMetaData
 from streamwrite.options import ReadOptions
 from streamwrite.schema import ColumnSpec, ParquetSchema, from_physical, parquet_to_arrow
 from workers.decode import KERNEL_ERRORS, DecodedChunk, PageInfo, concat_values, decode_chunk
@@ -77,6 +83,7 @@ class ParquetFile:
         ConfigError: a non-positive ``max_decompressed_page_size``.
     """
 
+    @public_keywords("streamwrite.ParquetFile")
     def __init__(
         self,
         source: Source,
@@ -105,19 +112,29 @@ class ParquetFile:
         self._unsupported: UnsupportedError | None = None
         self._nested_names: frozenset[str] = frozenset()
         self._column_metadata: dict[tuple[int, int], t.ColumnMetaData] = {}
+        self._metadata: FileMetaData | None = None
         try:
-            self.metadata, self.footer_offset, self._decryptor = _read_footer(
+            self.thrift_metadata, self.footer_offset, self._decryptor = _read_footer(
                 self._source, decryption
             )
             self._schema, self._paths = self._make_schema()
         except BaseException:
             self._source.close()
             raise
-        self._pad_chunks = _needs_parquet_816_padding(self.metadata.created_by)
+        self._pad_chunks = _needs_parquet_816_padding(self.thrift_metadata.created_by)
+
+    @property
+    def metadata(self) -> FileMetaData:
+        """The footer, shaped as ``pyarrow.parquet.ParquetFile(...).metadata``
+        (:class:`streamwrite.metadata.FileMetaData`); the Thrift ``FileMetaData`` struct is
+        :attr:`thrift_metadata`."""
+        if self._metadata is None:
+            self._metadata = FileMetaData(self)
+        return self._metadata
 
     def _make_schema(self) -> tuple[ParquetSchema, list[str]]:
         """The schema of the columns we read and the dotted path of every leaf column."""
-        metadata = self.metadata
+        metadata = self.thrift_metadata
         if not metadata.schema:
             raise CorruptFileError("The footer has no schema.", self.footer_offset)
         try:
@@ -183,7 +200,7 @@ class ParquetFile:
     @property
     def num_row_groups(self) -> int:
         """Row groups in the file."""
-        return len(self.metadata.row_groups or [])
+        return len(self.thrift_metadata.row_groups or [])
 
     @property
     def unsupported_columns(self) -> list[str]:
@@ -208,6 +225,11 @@ class ParquetFile:
         if missing:
             raise SchemaError(f"Columns {missing} are not in the file; it has {list(by_name)}.")
         return [by_name[c] for c in columns]
+
+    @property
+    def file_size(self) -> int:
+        """Bytes of the file this object reads (a snapshot's committed size)."""
+        return self._source.size
 
     def read_bytes(self, offset: int, size: int) -> memoryview:
         """``size`` bytes at absolute ``offset``, checked to lie inside the file."""
@@ -244,7 +266,7 @@ class ParquetFile:
         return start, size
 
     def _chunk(self, i: int, column: int) -> t.ColumnChunk:
-        row_groups = self.metadata.row_groups or []
+        row_groups = self.thrift_metadata.row_groups or []
         if not 0 <= i < len(row_groups):
             raise IndexError(f"Row group {i} does not exist; the file has {len(row_groups)}.")
         chunks = row_groups[i].columns or []
@@ -271,7 +293,7 @@ class ParquetFile:
             raise EncryptionError(
                 f"{where} is encrypted: it needs decryption keys (decryption=DecryptionConfig...)."
             )
-        row_group = (self.metadata.row_groups or [])[i]
+        row_group = (self.thrift_metadata.row_groups or [])[i]
         ordinal = i if row_group.ordinal is None else row_group.ordinal
         return self._decryptor.chunk(crypto, ordinal, column, path, where)
 
@@ -336,7 +358,7 @@ class ParquetFile:
         """
         meta, where = self._typed_chunk_meta(i, spec)
         cipher = self.chunk_decryptor(i, spec.index)
-        num_rows = (self.metadata.row_groups or [])[i].num_rows
+        num_rows = (self.thrift_metadata.row_groups or [])[i].num_rows
         if meta.num_values == 0:
             # Nothing to read: some writers give empty chunks no valid page offsets at all.
             decoded = DecodedChunk(
@@ -379,7 +401,7 @@ class ParquetFile:
         if self.chunk_decryptor(i, spec.index) is not None:
             raise UnsupportedError(f"Column {spec.name!r} of row group {i} is encrypted.")
         meta, where = self._typed_chunk_meta(i, spec)
-        num_rows = (self.metadata.row_groups or [])[i].num_rows or 0
+        num_rows = (self.thrift_metadata.row_groups or [])[i].num_rows or 0
         start, size = self.chunk_range(i, spec)
         return SourceChunk(
             bytes(self._source.read(start, size)),
@@ -438,7 +460,7 @@ class ParquetFile:
             CorruptFileError, LimitError, UnsupportedError: as for the constructor.
             EncryptionError: as for :meth:`decode_column_chunk`.
         """
-        row_groups = self.metadata.row_groups or []
+        row_groups = self.thrift_metadata.row_groups or []
         if not 0 <= i < len(row_groups):
             raise IndexError(f"Row group {i} does not exist; the file has {len(row_groups)}.")
         specs = self._columns(columns)
@@ -464,6 +486,59 @@ class ParquetFile:
             return schema.empty_table()
         return pa.concat_tables(tables)
 
+    def iter_batches(
+        self,
+        batch_size: int = 65536,
+        columns: Sequence[str] | None = None,
+        row_groups: Sequence[int] | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """Read the file as record batches of ``batch_size`` rows (the last may be shorter),
+        as ``pyarrow.parquet.ParquetFile.iter_batches`` (batches span row groups), holding one
+        row group and one batch in memory at a time.
+
+        Args:
+            batch_size: most rows per batch.
+            columns: only these columns.
+            row_groups: only these row groups, in this order (default all).
+
+        Returns:
+            An iterator of ``pyarrow.RecordBatch``.
+
+        Raises:
+            ConfigError: a non-positive ``batch_size``.
+            IndexError: a row group that does not exist.
+            SchemaError, CorruptFileError...: as for :meth:`read_row_group`.
+        """
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}.")
+        specs = self._columns(columns)  # check the names before yielding anything
+        indexes = list(range(self.num_row_groups) if row_groups is None else row_groups)
+        for i in indexes:
+            if not 0 <= i < self.num_row_groups:
+                raise IndexError(
+                    f"Row group {i} does not exist; the file has {self.num_row_groups}."
+                )
+        return self._batches(batch_size, [spec.name for spec in specs], indexes)
+
+    def _batches(
+        self, batch_size: int, columns: list[str], indexes: list[int]
+    ) -> Iterator[pa.RecordBatch]:
+        pending: list[pa.Table] = []  # slices of at most two row groups, < batch_size rows
+        pending_rows = 0
+        for i in indexes:
+            table = self.read_row_group(i, columns)
+            offset = 0
+            while offset < table.num_rows:
+                take = min(batch_size - pending_rows, table.num_rows - offset)
+                pending.append(table.slice(offset, take))
+                pending_rows += take
+                offset += take
+                if pending_rows == batch_size:
+                    yield _one_batch(pending)
+                    pending, pending_rows = [], 0
+        if pending_rows:
+            yield _one_batch(pending)
+
     def close(self) -> None:
         """Close the file if this object opened it."""
         self._source.close()
@@ -475,6 +550,12 @@ class ParquetFile:
         self.close()
 
 
+def _one_batch(parts: list[pa.Table]) -> pa.RecordBatch:
+    """The rows of ``parts`` as one contiguous record batch."""
+    return pa.concat_tables(parts).combine_chunks().to_batches()[0]
+
+
+@public_keywords("streamwrite.read_table")
 def read_table(
     source: Source,
     *,
@@ -484,15 +565,18 @@ def read_table(
     snapshot: int | None = None,
     decryption: DecryptionConfig | None = None,
 ) -> pa.Table:
-    """Read a whole Parquet file, or a live file (a directory) at a committed snapshot.
+    """Read a Parquet file, a live file or a table, or a directory of plain Parquet files.
 
     ``source`` is a path, a binary file object, the bytes, a live-file directory (read at
-    its newest commit) or a table directory (its newest ``_txn`` version). ``snapshot`` (a
+    its newest commit), a table directory (its newest ``_txn`` version), or a directory of
+    plain Parquet files (as ``pyarrow.parquet.write_to_dataset`` makes: every ``*.parquet``
+    under it, names starting with ``_`` or ``.`` skipped, in sorted path order, Hive
+    ``key=value`` directories added as columns as pyarrow adds them). ``snapshot`` (a
     committed ``data.parquet`` size, e.g. ``Commit.parquet_size``) reads exactly that prefix of
     a file or live file. ``decryption`` holds the keys of an encrypted file.
 
     Returns:
-        The file's rows as a ``pyarrow.Table``.
+        The rows as a ``pyarrow.Table``.
 
     Raises:
         CorruptFileError: damaged file (ChecksumError for a CRC mismatch), with the offset.
@@ -500,22 +584,35 @@ def read_table(
         EncryptionError: an encrypted file without ``decryption`` (or an encrypted column of a
             plaintext-footer file), a wrong key or AAD prefix, a tampered or moved module.
         UnsupportedError: nested columns, external key material, LZO.
-        SchemaError: ``columns`` names a column the file does not have.
-        ConfigError: a non-positive ``max_decompressed_page_size``.
+        SchemaError: ``columns`` names a column the file does not have; the files of a
+            directory do not share one schema (the message names the first that differs).
+        ConfigError: a non-positive ``max_decompressed_page_size``; a directory that is none
+            of the above (the message says what it lacks for each).
     """
-    if isinstance(source, str | os.PathLike) and (Path(source) / TXN_FILE).is_file():
-        if snapshot is not None:
-            raise ConfigError("A table is pinned with Table.snapshot(), not snapshot=.")
-        from streamwrite.table import read_snapshot  # the table layer sits above the reader
+    options = {
+        "verify_checksums": verify_checksums,
+        "max_decompressed_page_size": max_decompressed_page_size,
+        "decryption": decryption,
+    }
+    if isinstance(source, str | os.PathLike) and Path(source).is_dir():
+        from streamwrite._read_dir import DirectoryKind, classify_directory, read_plain_directory
 
-        return read_snapshot(Path(source)).read(
-            None if columns is None else list(columns), decryption=decryption
-        )
-    with ParquetFile(
-        source,
-        verify_checksums=verify_checksums,
-        max_decompressed_page_size=max_decompressed_page_size,
-        snapshot=snapshot,
-        decryption=decryption,
-    ) as pf:
+        directory = Path(source)
+        kind = classify_directory(directory)
+        if kind is DirectoryKind.TABLE:
+            if snapshot is not None:
+                raise ConfigError("A table is pinned with Table.snapshot(), not snapshot=.")
+            from streamwrite.table import read_snapshot  # the table layer sits above the reader
+
+            return read_snapshot(directory).read(
+                None if columns is None else list(columns), decryption=decryption
+            )
+        if kind is DirectoryKind.PLAIN:
+            if snapshot is not None:
+                raise ConfigError(
+                    f"snapshot= pins a committed size of one live file; {str(directory)!r} is "
+                    "a directory of plain Parquet files."
+                )
+            return read_plain_directory(directory, columns, **options)
+    with ParquetFile(source, snapshot=snapshot, **options) as pf:  # type: ignore[arg-type]
         return pf.read(columns)

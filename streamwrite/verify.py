@@ -18,7 +18,7 @@ Page bodies of ``AES_GCM_CTR_V1`` files are CTR-encrypted and have no tag to che
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,6 +37,9 @@ from workers.decode import KERNEL_ERRORS, DecodedChunk, PageInfo
 from workers.stats import SortOrder, compute_stats, decode_stat
 
 __all__ = ["VerifyReport", "verify_file"]
+
+Progress = Callable[[Iterable[int], int, str], Iterator[int]]
+"""Wraps an iterable of ``total`` items with a progress display named ``desc``."""
 
 _MAX_BLOOM_FILTER_SIZE = 128 * 1024 * 1024 + 64
 """A bloom filter header plus bitset larger than this is refused (spec maximum is 128 MiB)."""
@@ -238,7 +241,7 @@ def _run_check(check: Callable[[], list[str]], what: str, where: str) -> list[st
 
 def _verify_chunk(pf: ParquetFile, i: int, spec: ColumnSpec, report: VerifyReport) -> None:
     where = f"row group {i} column {spec.name!r}"
-    chunk = ((pf.metadata.row_groups or [])[i].columns or [])[spec.index]
+    chunk = ((pf.thrift_metadata.row_groups or [])[i].columns or [])[spec.index]
     try:
         decoded = pf.decode_column_chunk(i, spec)
         meta = pf.column_metadata(i, spec.index)  # decrypted (cached) when encrypted
@@ -263,12 +266,22 @@ def _verify_chunk(pf: ParquetFile, i: int, spec: ColumnSpec, report: VerifyRepor
     )
 
 
-def verify_file(source: Source, *, decryption: DecryptionConfig | None = None) -> VerifyReport:
+def verify_file(
+    source: Source,
+    *,
+    decryption: DecryptionConfig | None = None,
+    snapshot: int | None = None,
+    progress: Progress | None = None,
+) -> VerifyReport:
     """Walk every page of a file and check it against the metadata.
 
     Args:
-        source: A path, file object or the file's bytes.
+        source: A path, file object or the file's bytes (a live-file directory: its newest
+            commit).
         decryption: Keys of an encrypted file; with them every module is authenticated.
+        snapshot: Check only this committed prefix (a live file's committed size).
+        progress: Wraps the iteration over row groups (``progress(items, total, desc)``),
+            for a progress display.
 
     Returns:
         The report; a file that cannot even be opened reports that as its one problem (an
@@ -277,7 +290,7 @@ def verify_file(source: Source, *, decryption: DecryptionConfig | None = None) -
     """
     report = VerifyReport()
     try:
-        pf = ParquetFile(source, verify_checksums=True, decryption=decryption)
+        pf = ParquetFile(source, verify_checksums=True, decryption=decryption, snapshot=snapshot)
     except StreamwriteError as exc:
         report.problems.append(f"cannot open: {exc}")
         return report
@@ -287,7 +300,10 @@ def verify_file(source: Source, *, decryption: DecryptionConfig | None = None) -
             report.problems.append(
                 f"columns {pf.unsupported_columns} are nested and cannot be checked."
             )
-        for i in range(pf.num_row_groups):
+        indexes: Iterable[int] = range(pf.num_row_groups)
+        if progress is not None:
+            indexes = progress(indexes, pf.num_row_groups, "row groups")
+        for i in indexes:
             for spec in pf.parquet_schema.columns:
                 _verify_chunk(pf, i, spec, report)
     return report

@@ -18,7 +18,7 @@ from streamwrite.format.thrift import deserialize, serialize
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "streamwrite.cli", *args],
+        [sys.executable, "-m", "streamwrite", *args],
         capture_output=True,
         text=True,
         timeout=120,

@@ -241,7 +241,7 @@ def test_row_groups_at_the_target_size_are_copied_raw(tmp_path: Path) -> None:
     report = verify_file(merged)
     assert report.ok, report.problems
     with ParquetFile(merged) as pf, ParquetFile(path / "all" / "seg-000002") as source:
-        assert [rg.num_rows for rg in pf.metadata.row_groups or []] == [
+        assert [rg.num_rows for rg in pf.thrift_metadata.row_groups or []] == [
             12_000, 10_000, 10_000, 10_000, 10_000, 1000,
         ]  # fmt: skip
         for column in range(len(TABLE.schema)):  # source row group 1 is merged row group 3
@@ -300,7 +300,7 @@ def test_encrypted_tables_are_reencrypted_under_the_new_segment_keys(tmp_path: P
     decryption = DecryptionConfig(ExplicitKeys(KEYS, "kf", {"price": "k1"}))
     assert streamwrite.read_table(path, decryption=decryption).equals(TABLE.slice(0, 12_000))
     with ParquetFile(path / "all" / result.segment.name, decryption=decryption) as pf:
-        assert [rg.ordinal for rg in pf.metadata.row_groups or []] == [0, 1]
+        assert [rg.ordinal for rg in pf.thrift_metadata.row_groups or []] == [0, 1]
     report = verify_file(path / "all" / result.segment.name, decryption=decryption)
     assert report.ok, report.problems
     with pytest.raises(streamwrite.EncryptionError):

@@ -112,7 +112,7 @@ def _layout(data: bytes) -> Layout:
                     found.append(Page(p.offset, 4 + length, p.size))
                 pages[(rg, spec.index)] = found
                 chunks[(rg, spec.index)] = pf.chunk_range(rg, spec)
-        metadata = pf.metadata
+        metadata = pf.thrift_metadata
     return Layout(data, metadata, pages, chunks)
 
 
@@ -190,7 +190,7 @@ def test_footer_of_the_other_file(pair: tuple[Layout, Layout, pa.Table]) -> None
     end = len(a.data) - 8 - struct.unpack("<I", a.data[-8:-4])[0]
     spliced = a.data[:end] + b.data[end:]
     with ParquetFile(spliced, decryption=CONFIG) as pf:  # the footer itself is B's, and sound
-        assert pf.metadata == b.metadata
+        assert pf.thrift_metadata == b.metadata
     for name in COLUMNS:
         _refused(spliced, "DATA_PAGE_HEADER module of row group 0", columns=[name])
 

@@ -209,7 +209,7 @@ def test_reopened_file_keeps_its_bloom_filter_columns(tmp_path: Path) -> None:
             await lf.append(TABLE.slice(10, 10))
 
     _run(more)
-    md = streamwrite.ParquetFile(tmp_path / "lf").metadata
+    md = streamwrite.ParquetFile(tmp_path / "lf").thrift_metadata
     order_id = TABLE.column_names.index("order_id")
     assert all(
         rg.columns[order_id].meta_data.bloom_filter_offset is not None for rg in md.row_groups

@@ -100,7 +100,12 @@ def test_pool_and_inline_compaction_write_the_same_row_groups(tmp_path: Path) ->
     inline = anyio.run(functools.partial(compact, base, False))
     pooled = anyio.run(functools.partial(compact, tmp_path / "pool", True))
     with ParquetFile(inline) as a, ParquetFile(pooled) as b:
-        assert [rg.num_rows for rg in a.metadata.row_groups or []] == [6000, 6000, 6000, 2000]
+        assert [rg.num_rows for rg in a.thrift_metadata.row_groups or []] == [
+            6000,
+            6000,
+            6000,
+            2000,
+        ]
         for index in range(4):
             for spec in a.parquet_schema.columns:
                 start_a, size_a = a.chunk_range(index, spec)

@@ -125,7 +125,7 @@ def reader(data: bytes, limit: int | None = None) -> Callable[[int, int], bytes]
 
 def footer(data: bytes) -> tuple[t.FileMetaData, ParquetSchema]:
     with ParquetFile(data) as pf:
-        return pf.metadata, pf.parquet_schema
+        return pf.thrift_metadata, pf.parquet_schema
 
 
 Piece: TypeAlias = int | pa.Table  # a source row group to copy, or rows to encode afresh

@@ -243,7 +243,7 @@ def _module_ranges(path: Path, config: DecryptionConfig) -> dict[str, list[tuple
                     continue
                 start, size = pf.chunk_range(i, spec)
                 ranges["pages"].append((start, start + size))
-                chunk = (pf.metadata.row_groups or [])[i].columns or []
+                chunk = (pf.thrift_metadata.row_groups or [])[i].columns or []
                 cc = chunk[spec.index]
                 for off, length in [
                     (cc.offset_index_offset, cc.offset_index_length),
@@ -317,7 +317,7 @@ def test_flipped_encrypted_column_metadata_in_a_plaintext_footer() -> None:
     path = DATA / "encrypt_columns_plaintext_footer.parquet.encrypted"
     data = path.read_bytes()
     with ParquetFile(data) as pf:
-        rg = (pf.metadata.row_groups or [])[0]
+        rg = (pf.thrift_metadata.row_groups or [])[0]
         blob = (rg.columns or [])[5].encrypted_column_metadata  # double_field
     assert blob is not None
     at = data.index(blob)

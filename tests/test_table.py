@@ -268,7 +268,7 @@ def test_cancelled_appends_are_all_or_nothing_and_row_groups_cut_by_bytes(tmp_pa
     result = streamwrite.read_table(tmp_path / "t")
     assert _sorted(result).equals(_sorted(pa.concat_tables(batches)))
     partition = next(p for p in (tmp_path / "t").iterdir() if p.is_dir())
-    md = streamwrite.ParquetFile(partition / "seg-000000").metadata
+    md = streamwrite.ParquetFile(partition / "seg-000000").thrift_metadata
     assert max(rg.num_rows for rg in md.row_groups) < 400  # cut by bytes, not by the 1Mi rows
 
 

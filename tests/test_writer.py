@@ -32,7 +32,7 @@ def _pages(data: bytes, column: int = 0, row_group: int = 0) -> list[tuple[int, 
     pf = streamwrite.ParquetFile(data)
     spec = pf.parquet_schema.columns[column]
     decoded = pf.decode_column_chunk(row_group, spec)
-    chunk = pf.metadata.row_groups[row_group].columns[column].meta_data
+    chunk = pf.thrift_metadata.row_groups[row_group].columns[column].meta_data
     assert chunk is not None
     result = []
     for page in decoded.pages:
@@ -117,7 +117,7 @@ def test_dictionary_falls_back_for_the_rest_of_the_chunk_at_its_byte_limit() -> 
     assert all(k == (PageType.DATA_PAGE, Encoding.PLAIN) for k in kinds[first_plain:])
     assert pq.read_table(pa.BufferReader(data), page_checksum_verification=True).equals(table)
     assert streamwrite.read_table(data).equals(table)
-    md = streamwrite.ParquetFile(data).metadata.row_groups[0].columns[0].meta_data
+    md = streamwrite.ParquetFile(data).thrift_metadata.row_groups[0].columns[0].meta_data
     stats = {(s.page_type, s.encoding): s.count for s in md.encoding_stats}
     assert stats[(PageType.DICTIONARY_PAGE, Encoding.PLAIN)] == 1
     assert stats[(PageType.DATA_PAGE, Encoding.RLE_DICTIONARY)] >= 1
@@ -130,7 +130,7 @@ def test_nullable_columns_with_all_null_pages() -> None:
         data = _write(table, data_page_version=version, data_page_row_limit=1000)
         assert pq.read_table(pa.BufferReader(data), page_checksum_verification=True).equals(table)
         pf = streamwrite.ParquetFile(data)
-        chunk = pf.metadata.row_groups[0].columns[0]
+        chunk = pf.thrift_metadata.row_groups[0].columns[0]
         index, _ = deserialize(
             t.ColumnIndex, pf.read_bytes(chunk.column_index_offset, chunk.column_index_length)
         )
@@ -144,7 +144,7 @@ def test_checksums_are_verified_by_pyarrow() -> None:
     table = pa.table({"v": pa.array(np.arange(1000, dtype=np.int64) * 7919)})
     data = bytearray(_write(table, compression="none", use_dictionary=False))
     pq.read_table(pa.BufferReader(bytes(data)), page_checksum_verification=True)
-    md = streamwrite.ParquetFile(bytes(data)).metadata.row_groups[0].columns[0].meta_data
+    md = streamwrite.ParquetFile(bytes(data)).thrift_metadata.row_groups[0].columns[0].meta_data
     data[md.data_page_offset + 40] ^= 0x01  # inside the first page's values
     with pytest.raises(OSError, match="CRC"):
         pq.read_table(pa.BufferReader(bytes(data)), page_checksum_verification=True)
@@ -153,7 +153,7 @@ def test_checksums_are_verified_by_pyarrow() -> None:
         t.PageHeader,
         no_crc,
         streamwrite.ParquetFile(no_crc)
-        .metadata.row_groups[0]
+        .thrift_metadata.row_groups[0]
         .columns[0]
         .meta_data.data_page_offset,
     )
@@ -185,7 +185,9 @@ def test_statistics_equal_pyarrow_statistics(array: list[object], arrow_type: pa
 def test_long_byte_array_statistics_are_truncated_and_still_bound_the_values() -> None:
     values = ["a" * 100, "b" * 100 + "z", "b" * 200]
     data = _write(pa.table({"v": values}), statistics_truncate_length=16)
-    stats = streamwrite.ParquetFile(data).metadata.row_groups[0].columns[0].meta_data.statistics
+    stats = (
+        streamwrite.ParquetFile(data).thrift_metadata.row_groups[0].columns[0].meta_data.statistics
+    )
     assert stats.min_value == b"a" * 16 and stats.is_min_value_exact is False
     assert stats.max_value == b"b" * 15 + b"c" and stats.is_max_value_exact is False
     assert all(stats.min_value <= v.encode() <= stats.max_value for v in values)
@@ -196,7 +198,7 @@ def test_bloom_filters_hold_every_value_and_are_sized_from_ndv() -> None:
     table = pa.table({"id": ids, "n": pa.array(range(5000), pa.int64())})
     data = _write(table, bloom_filter_options={"id": {"ndv": 5000, "fpp": 0.01}, "n": True})
     pf = streamwrite.ParquetFile(data)
-    meta = pf.metadata.row_groups[0].columns[0].meta_data
+    meta = pf.thrift_metadata.row_groups[0].columns[0].meta_data
     raw = bytes(pf.read_bytes(meta.bloom_filter_offset, meta.bloom_filter_length))
     header, end = deserialize(t.BloomFilterHeader, raw)
     assert header.numBytes == 8192  # 5000 values at 1%: 6 KiB of bits, rounded up to 2**13
@@ -207,7 +209,7 @@ def test_bloom_filters_hold_every_value_and_are_sized_from_ndv() -> None:
         BinaryValues.from_pylist([f"no-{i}".encode() for i in range(5000)]), t.Type.BYTE_ARRAY
     )
     assert bloom.check_hashes(absent).mean() < 0.03
-    assert pf.metadata.row_groups[0].columns[1].meta_data.bloom_filter_offset is not None
+    assert pf.thrift_metadata.row_groups[0].columns[1].meta_data.bloom_filter_offset is not None
     assert pq.read_table(pa.BufferReader(data)).equals(table)
     with pytest.raises(ConfigError, match=r"'b'.*BOOLEAN"):
         _write(pa.table({"b": [True]}), bloom_filter_options={"b": True})
@@ -232,7 +234,7 @@ def test_sorting_columns_key_value_metadata_and_created_by() -> None:
 
 def test_size_statistics_count_unencoded_bytes_and_levels() -> None:
     table = pa.table({"s": ["ab", None, "cde", None, ""]})
-    meta = streamwrite.ParquetFile(_write(table)).metadata.row_groups[0].columns[0].meta_data
+    meta = streamwrite.ParquetFile(_write(table)).thrift_metadata.row_groups[0].columns[0].meta_data
     assert meta.size_statistics.unencoded_byte_array_data_bytes == 5
     assert meta.size_statistics.definition_level_histogram == [2, 3]
 

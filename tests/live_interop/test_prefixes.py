@@ -187,7 +187,7 @@ def test_every_row_group_has_its_bloom_filter_and_page_index(case: LiveCase) -> 
     pf = streamwrite.ParquetFile(case.prefixes / f"prefix-{case.commits[-1].seq:02d}.parquet")
     names = pf.schema_arrow.names
     order_id = names.index("order_id")
-    for i, row_group in enumerate(pf.metadata.row_groups or []):
+    for i, row_group in enumerate(pf.thrift_metadata.row_groups or []):
         columns = row_group.columns or []
         meta = columns[order_id].meta_data
         assert meta is not None and meta.bloom_filter_offset is not None, i

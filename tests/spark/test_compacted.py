@@ -37,7 +37,13 @@ def test_spark_reads_a_compacted_table(spark: Any, tmp_path: Path) -> None:
     filtered = spark.read.parquet(*files).where("value >= 6000 AND value < 6010").toArrow()
     assert sorted(filtered.column("value").to_pylist()) == list(range(6000, 6010))
     with streamwrite.ParquetFile(snapshot.data_files()[0]) as pf:
-        assert [rg.num_rows for rg in pf.metadata.row_groups or []] == [3100, 3000, 3000, 3000, 100]
+        assert [rg.num_rows for rg in pf.thrift_metadata.row_groups or []] == [
+            3100,
+            3000,
+            3000,
+            3000,
+            100,
+        ]
     assert by_value(read_table_df(spark, table_path).toArrow()).equals(expected)
 
     sink(spark.createDataFrame(ticks(50, 20_000, seed=3)), len(parts))  # appends go on
