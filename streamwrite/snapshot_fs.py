@@ -1,0 +1,487 @@
+"""A read-only fsspec filesystem that shows one committed version of a table.
+
+Third-party engines that open a live ``data.parquet`` from its end can land in the middle of
+an append (DESIGN section 6: "No magic bytes", "must end with PAR1"), and a table directory
+holds retired segments during compaction. :func:`snapshot_filesystem` gives pyarrow, DuckDB
+and polars a view with snapshot isolation and no copying::
+
+    /                                    the table directory
+    /<partition>/<segment>/data.parquet  one file per segment of ONE _txn version, cut at its
+                                         committed size (the size _txn records)
+
+Rules of the view:
+
+- **One version.** The view reads ``_txn`` once (through
+  :func:`streamwrite._table_state.read_snapshot`, or takes a pinned
+  :class:`~streamwrite.table.TableSnapshot`) and never changes after that: ``fs.version`` is
+  that ``_txn`` version. To read a newer version, make a new view (for DuckDB: unregister the
+  old one, register the new one; see :class:`SnapshotFileSystem`).
+- **Only committed data files.** The paths are the names ``TableSnapshot.files`` gives, with
+  ``/data.parquet`` appended; the on-disk paths come from the snapshot too, never from this
+  module. ``_txn``, ``_pm``, ``_lock``, retired and unpublished segments are not shown;
+  directories exist only as the parents of those files.
+- **Committed sizes.** ``size``/``info``/``ls`` give the committed size; a read never returns
+  a byte at or past it (a read that starts there returns ``b""``). Committed bytes never
+  change (live files only append), so every read is of the committed version.
+- **Open file descriptors.** Every data file is opened when the view is made and stays open
+  until :meth:`SnapshotFileSystem.close` (or the view's garbage collection). On POSIX an open
+  descriptor survives rename and unlink, so a view keeps reading the segments of its version
+  after compaction retires, moves or deletes them. Nothing is opened lazily: a file opened
+  later would have to be opened within the table's ``grace_seconds`` after its version was
+  superseded, which no caller could know.
+- **Other processes cannot pin.** A process that is not the writer cannot stop compaction from
+  deleting a retired segment; compaction deletes it only after ``CompactionPolicy.grace_seconds``.
+  The view's only window is between reading ``_txn`` and opening the files (microseconds); a
+  segment that vanished in that window makes the view read the newest ``_txn`` again
+  (``version=None``) or raise (a pinned or numbered version).
+- **Read-only.** Every call that would change a file raises :class:`StreamwriteIOError`.
+
+A bare live-file directory (``data.parquet`` + ``_pm``, no ``_txn``) is shown as
+``/data.parquet`` at the committed size its ``_pm`` names (``fs.version`` is None).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import errno
+import os
+import re
+import threading
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from fsspec.spec import (  # type: ignore[import-untyped]  # fsspec ships no type hints
+    AbstractBufferedFile,
+    AbstractFileSystem,
+)
+
+from streamwrite._file_tail import committed_size
+from streamwrite._table_state import TableSnapshot, read_snapshot
+from streamwrite.errors import ConfigError, CorruptFileError, StateError, StreamwriteIOError
+from streamwrite.layout.txn import TXN_FILE
+
+__all__ = ["PROTOCOL", "SnapshotFileSystem", "snapshot_filesystem"]
+
+PROTOCOL = "streamwrite"
+"""The URL scheme of the view: DuckDB routes ``streamwrite:///...`` to a registered view."""
+
+DATA_FILE = "data.parquet"
+_OPEN_ATTEMPTS = 5
+"""``version=None``: how many times a segment that vanished between reading ``_txn`` and
+opening it (compaction swept it) sends the view back to the newest ``_txn``."""
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-_]*:(//)?")
+
+
+@dataclass(frozen=True, slots=True)
+class _DataFile:
+    """One shown file: its committed size, open descriptor and modification time."""
+
+    size: int
+    fd: int
+    mtime: float
+    disk_path: str
+
+
+def _close_fds(fds: list[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    fds.clear()
+
+
+def _open_files(
+    entries: list[tuple[str, int, Path]],
+) -> dict[str, _DataFile]:
+    """Open each ``(view path, committed size, disk path)``; all or nothing.
+
+    Raises:
+        FileNotFoundError: a data file is gone (its descriptors are closed again).
+        CorruptFileError: a data file is shorter than its committed size.
+        StreamwriteIOError: any other failure to open or stat.
+    """
+    opened: dict[str, _DataFile] = {}
+    fds: list[int] = []
+    try:
+        for view_path, size, disk_path in entries:
+            fd = os.open(disk_path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            fds.append(fd)
+            stat = os.fstat(fd)
+            if stat.st_size < size:
+                raise CorruptFileError(
+                    f"{str(disk_path)!r} holds {stat.st_size} bytes, fewer than the committed "
+                    f"size {size} its table records.",
+                    stat.st_size,
+                )
+            opened[view_path] = _DataFile(size, fd, stat.st_mtime, str(disk_path))
+    except FileNotFoundError:
+        _close_fds(fds)
+        raise
+    except OSError as exc:
+        _close_fds(fds)
+        raise StreamwriteIOError(f"Opening a data file of the snapshot failed: {exc}.") from exc
+    except BaseException:
+        _close_fds(fds)
+        raise
+    return opened
+
+
+def _table_entries(snapshot: TableSnapshot) -> list[tuple[str, int, Path]]:
+    """``(view path, committed size, disk path)`` of each segment of ``snapshot``."""
+    disk_paths = snapshot.data_files()
+    return [
+        (f"/{name}/{DATA_FILE}", size, disk_path)
+        for (name, size), disk_path in zip(snapshot.files, disk_paths, strict=True)
+    ]
+
+
+class SnapshotFileSystem(AbstractFileSystem):  # type: ignore[misc]
+    """A read-only fsspec filesystem of one committed table version (module docstring).
+
+    Make it with :func:`snapshot_filesystem`. It implements what pyarrow datasets, DuckDB's
+    ``register_filesystem`` and polars (through pyarrow) call: ``ls``, ``info``, ``find``,
+    ``glob``, ``exists``, ``isdir``, ``isfile``, ``size``, ``modified``, ``checksum``,
+    ``ukey``, ``cat_file`` and ``open`` (``"rb"`` only).
+
+    DuckDB keeps registered filesystems by protocol, and registering a second one under a name
+    already registered raises. Each view therefore has its own ``protocol`` by default
+    (``streamwrite`` plus a per-view number, see :attr:`url`), so a newer view is registered
+    beside an older one; call ``connection.unregister_filesystem(old.protocol)`` when done
+    with the old one.
+
+    Attributes:
+        version: the ``_txn`` version shown (None for a bare live-file directory).
+        table_path: the table (or live-file) directory on disk.
+    """
+
+    protocol: str | tuple[str, ...] = PROTOCOL
+    root_marker = "/"
+    cachable = False  # every view is its own version: fsspec must never hand out an old one
+    _counter: ClassVar[int] = 0
+    _counter_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(
+        self,
+        table_path: Path,
+        version: int | None,
+        files: dict[str, _DataFile],
+        protocol: str | None = None,
+    ) -> None:
+        super().__init__()
+        if protocol is None:
+            with SnapshotFileSystem._counter_lock:
+                SnapshotFileSystem._counter += 1
+                protocol = f"{PROTOCOL}{SnapshotFileSystem._counter}"
+        self.protocol = protocol
+        self.table_path = table_path
+        self.version = version
+        self._files = files
+        self._children: dict[str, dict[str, dict[str, Any]]] = {"/": {}}
+        for name, data_file in sorted(files.items()):
+            parts = name.strip("/").split("/")
+            for depth in range(len(parts)):
+                parent = "/" + "/".join(parts[:depth])
+                path = "/" + "/".join(parts[: depth + 1])
+                is_file = depth == len(parts) - 1
+                entry: dict[str, Any] = (
+                    {"name": path, "size": data_file.size, "type": "file", "mtime": data_file.mtime}
+                    if is_file
+                    else {"name": path, "size": 0, "type": "directory"}
+                )
+                self._children.setdefault(parent, {})[path] = entry
+                if not is_file:
+                    self._children.setdefault(path, {})
+        self._fds = [f.fd for f in files.values()]
+        self._finalizer = weakref.finalize(self, _close_fds, self._fds)
+
+    # -- paths ---------------------------------------------------------------------------------
+
+    @classmethod
+    def _strip_protocol(cls, path: Any) -> Any:
+        """``streamwrite7:///a/b``, ``/a/b/``, ``a//b`` -> ``/a/b`` (any scheme is stripped)."""
+        if isinstance(path, list):
+            return [cls._strip_protocol(p) for p in path]
+        text = _SCHEME.sub("", os.fspath(path) if isinstance(path, os.PathLike) else str(path))
+        parts = [part for part in text.split("/") if part not in ("", ".")]
+        return "/" + "/".join(parts)
+
+    def unstrip_protocol(self, name: str) -> str:
+        """``/a/b`` -> ``<protocol>:///a/b`` (the form DuckDB globs return)."""
+        return f"{self.protocol}://{self._strip_protocol(name)}"
+
+    @property
+    def url(self) -> str:
+        """The root URL of this view for DuckDB: ``<protocol>://``; glob under it, e.g.
+        ``read_parquet(fs.url + '/**/*.parquet')``."""
+        return f"{self.protocol}://"
+
+    @property
+    def fsid(self) -> str:
+        """An id of this view (table path and version)."""
+        return f"streamwrite-snapshot:{self.table_path}:{self.version}"
+
+    # -- listing -------------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if not self._finalizer.alive:
+            raise StateError(
+                f"The snapshot view of {str(self.table_path)!r} (version {self.version}) is closed."
+            )
+
+    def ls(self, path: str, detail: bool = True, **kwargs: Any) -> list[Any]:
+        """Returns: the entries directly under ``path`` (dicts with ``name``, ``size``,
+        ``type``, ``mtime`` when ``detail``, else names); a file lists itself.
+
+        Raises:
+            FileNotFoundError: nothing at ``path`` in this version.
+        """
+        path = self._strip_protocol(path)
+        children = self._children.get(path)
+        if children is not None:
+            entries = [dict(entry) for entry in children.values()]
+        else:
+            entries = [self.info(path)]
+        return entries if detail else [entry["name"] for entry in entries]
+
+    def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
+        """Returns: ``{"name", "size", "type"[, "mtime"]}`` of ``path`` (size: committed size).
+
+        Raises:
+            FileNotFoundError: nothing at ``path`` in this version.
+        """
+        path = self._strip_protocol(path)
+        if path == "/":
+            return {"name": "/", "size": 0, "type": "directory"}
+        parent = path.rsplit("/", 1)[0] or "/"
+        entry = self._children.get(parent, {}).get(path)
+        if entry is None:
+            raise FileNotFoundError(
+                errno.ENOENT,
+                f"No {path!r} in version {self.version} of the table {str(self.table_path)!r}",
+                path,
+            )
+        return dict(entry)
+
+    def exists(self, path: str, **kwargs: Any) -> bool:
+        """Returns: True when ``path`` is a file or directory of this version."""
+        try:
+            self.info(path)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def modified(self, path: str) -> datetime.datetime:
+        """Returns: the data file's modification time when the view opened it (UTC).
+
+        Raises:
+            FileNotFoundError: ``path`` is not a file of this version.
+        """
+        return datetime.datetime.fromtimestamp(self._data_file(path).mtime, datetime.UTC)
+
+    def checksum(self, path: str) -> int:
+        """Returns: a number that changes when the committed content of ``path`` may have
+        (its segment's disk path and committed size: committed bytes never change)."""
+        data_file = self._data_file(path)
+        return hash((data_file.disk_path, data_file.size)) & 0xFFFFFFFFFFFFFFFF
+
+    def ukey(self, path: str) -> str:
+        """Returns: a key of ``path``'s committed content (as :meth:`checksum`)."""
+        data_file = self._data_file(path)
+        return f"{data_file.disk_path}:{data_file.size}"
+
+    def _data_file(self, path: str) -> _DataFile:
+        data_file = self._files.get(self._strip_protocol(path))
+        if data_file is None:
+            self.info(path)  # FileNotFoundError for a missing path
+            raise IsADirectoryError(errno.EISDIR, "A directory of the snapshot view", path)
+        return data_file
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def _open(
+        self,
+        path: str,
+        mode: str = "rb",
+        block_size: int | None = None,
+        autocommit: bool = True,
+        cache_options: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> SnapshotFile:
+        if mode != "rb":
+            self._read_only(path)
+        self._check_open()
+        return SnapshotFile(self, self._strip_protocol(path), self._data_file(path), block_size)
+
+    def cat_file(
+        self, path: str, start: int | None = None, end: int | None = None, **kwargs: Any
+    ) -> bytes:
+        """Returns: bytes ``start:end`` of ``path`` (Python slice rules), never past its
+        committed size."""
+        data_file = self._data_file(path)
+        begin, stop, _ = slice(start, end).indices(data_file.size)
+        return self.read_range(data_file, begin, stop)
+
+    def read_range(self, data_file: _DataFile, start: int, end: int) -> bytes:
+        """Returns: bytes ``[start, min(end, committed size))`` of an open data file."""
+        self._check_open()
+        end = min(end, data_file.size)
+        if start >= end:
+            return b""
+        chunks = []
+        while start < end:
+            try:
+                chunk = os.pread(data_file.fd, end - start, start)
+            except OSError as exc:
+                raise StreamwriteIOError(
+                    f"Reading {str(data_file.disk_path)!r} at {start} failed: {exc}."
+                ) from exc
+            if not chunk:
+                raise CorruptFileError(
+                    f"{str(data_file.disk_path)!r} ended at {start}, before its committed size "
+                    f"{data_file.size}.",
+                    start,
+                )
+            chunks.append(chunk)
+            start += len(chunk)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    # -- read-only -----------------------------------------------------------------------------
+
+    def _read_only(self, path: Any, *args: Any, **kwargs: Any) -> Any:
+        raise StreamwriteIOError(
+            f"The snapshot view of {str(self.table_path)!r} is read-only; {path!r} cannot be "
+            "changed (write to the table with streamwrite.open_table)."
+        )
+
+    mkdir = makedirs = rmdir = _read_only
+    rm_file = _rm = rm = _read_only
+    cp_file = mv = pipe_file = put_file = touch = _read_only
+
+    # -- life ----------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the view's file descriptors (idempotent); later reads raise ``StateError``."""
+        self._finalizer()
+
+    def __enter__(self) -> SnapshotFileSystem:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __reduce__(self) -> Any:
+        raise StateError("A snapshot view holds open files and cannot be pickled.")
+
+    def __repr__(self) -> str:
+        return (
+            f"<SnapshotFileSystem {str(self.table_path)!r} version={self.version} "
+            f"protocol={self.protocol!r} files={len(self._files)}>"
+        )
+
+
+class SnapshotFile(AbstractBufferedFile):  # type: ignore[misc]
+    """A file of the view: reads with ``os.pread`` on the view's descriptor, never past the
+    committed size (``size``)."""
+
+    def __init__(
+        self, fs: SnapshotFileSystem, path: str, data_file: _DataFile, block_size: int | None
+    ) -> None:
+        self._data_file = data_file
+        super().__init__(
+            fs, path, "rb", block_size=block_size, cache_type="none", size=data_file.size
+        )
+        self.details = {"name": path, "size": data_file.size, "type": "file"}
+
+    def _fetch_range(self, start: int, end: int) -> bytes:
+        fs: SnapshotFileSystem = self.fs
+        return fs.read_range(self._data_file, start, end)
+
+
+def _resolve(path: Path, version: int | TableSnapshot | None) -> SnapshotFileSystem:
+    if isinstance(version, TableSnapshot):
+        if version.path.resolve() != path.resolve():
+            raise ConfigError(
+                f"The snapshot {version!r} is of the table {str(version.path)!r}, not "
+                f"{str(path)!r}."
+            )
+        try:
+            files = _open_files(_table_entries(version))
+        except FileNotFoundError as exc:
+            raise StateError(
+                f"Version {version.version} of the table {str(path)!r} lost a data file "
+                f"({exc.filename!r}): release()d snapshots are not kept."
+            ) from exc
+        return SnapshotFileSystem(path, version.version, files)
+    if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
+        raise ConfigError(
+            f"version must be None, an int or a TableSnapshot, got {version!r} for {str(path)!r}."
+        )
+    if not (path / TXN_FILE).is_file():
+        if version is not None:
+            raise ConfigError(
+                f"{str(path)!r} is not a table (no _txn): version={version!r} applies to tables."
+            )
+        if not (path / DATA_FILE).is_file():
+            raise ConfigError(
+                f"{str(path)!r} is neither a table (no _txn) nor a live file (no {DATA_FILE})."
+            )
+        files = _open_files([(f"/{DATA_FILE}", committed_size(path), path / DATA_FILE)])
+        return SnapshotFileSystem(path, None, files)
+    for attempt in range(_OPEN_ATTEMPTS):
+        snapshot = read_snapshot(path)
+        if version is not None and snapshot.version != version:
+            if version < snapshot.version:
+                raise ConfigError(
+                    f"Version {version} of the table {str(path)!r} is gone: only the newest "
+                    f"_txn record (version {snapshot.version}) is kept on disk. Pin a version "
+                    "with Table.snapshot() in the writing process to read it later."
+                )
+            raise ConfigError(
+                f"Version {version} of the table {str(path)!r} is not committed; the newest is "
+                f"{snapshot.version}."
+            )
+        try:
+            files = _open_files(_table_entries(snapshot))
+        except FileNotFoundError as exc:
+            if version is not None or attempt == _OPEN_ATTEMPTS - 1:
+                raise CorruptFileError(
+                    f"Version {snapshot.version} of the table {str(path)!r} lists a data file "
+                    f"that is gone ({exc.filename!r}).",
+                    0,
+                ) from exc
+            continue  # compaction swept it between reading _txn and opening: read _txn again
+        return SnapshotFileSystem(path, snapshot.version, files)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def snapshot_filesystem(
+    path: str | os.PathLike[str], version: int | TableSnapshot | None = None
+) -> SnapshotFileSystem:
+    """A read-only fsspec filesystem showing one committed version of the table at ``path``.
+
+    Its root ``/`` is the table directory; it shows ``/<partition>/<segment>/data.parquet``
+    for each segment of the version, cut at its committed size, and nothing else (module
+    docstring: the rules). The files are opened now and stay open until ``fs.close()``.
+
+    Args:
+        path: a table directory (or a bare live-file directory: ``/data.parquet``).
+        version: None for the newest ``_txn`` version; an int that must equal it (only the
+            newest ``_txn`` record is kept on disk); or a :class:`TableSnapshot` pinned with
+            ``Table.snapshot()`` in this process.
+
+    Returns:
+        The view; ``fs.version`` is the ``_txn`` version it shows. Use ``with`` or
+        ``fs.close()`` to release its file descriptors.
+
+    Raises:
+        ConfigError: ``path`` is neither a table nor a live file, ``version`` is not the
+            newest (or not committed), a live file was given a version, or a snapshot of
+            another table.
+        CorruptFileError: a data file listed by the version is gone or shorter than its
+            committed size; a damaged ``_txn`` or ``_pm``.
+        StateError: a released snapshot whose files were deleted.
+        StreamwriteIOError: a data file cannot be opened.
+    """
+    return _resolve(Path(path), version)
