@@ -45,6 +45,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import errno
+import hashlib
 import os
 import re
 import threading
@@ -69,9 +70,9 @@ PROTOCOL = "streamwrite"
 """The URL scheme of the view: DuckDB routes ``streamwrite:///...`` to a registered view."""
 
 DATA_FILE = "data.parquet"
-_OPEN_ATTEMPTS = 5
-"""``version=None``: how many times a segment that vanished between reading ``_txn`` and
-opening it (compaction swept it) sends the view back to the newest ``_txn``."""
+_OPEN_ATTEMPTS = 20
+"""How many newer ``_txn`` versions the view takes when a data file vanished between reading
+``_txn`` and opening it (compaction swept a segment of a superseded version)."""
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-_]*:(//)?")
 
 
@@ -106,7 +107,7 @@ def _open_files(
     fds: list[int] = []
     try:
         for view_path, size, disk_path in entries:
-            fd = os.open(disk_path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            fd = os.open(disk_path, os.O_RDONLY)  # not inherited by child processes (PEP 446)
             fds.append(fd)
             stat = os.fstat(fd)
             if stat.st_size < size:
@@ -283,8 +284,7 @@ class SnapshotFileSystem(AbstractFileSystem):  # type: ignore[misc]
     def checksum(self, path: str) -> int:
         """Returns: a number that changes when the committed content of ``path`` may have
         (its segment's disk path and committed size: committed bytes never change)."""
-        data_file = self._data_file(path)
-        return hash((data_file.disk_path, data_file.size)) & 0xFFFFFFFFFFFFFFFF
+        return int(hashlib.sha256(self.ukey(path).encode()).hexdigest()[:16], 16)
 
     def ukey(self, path: str) -> str:
         """Returns: a key of ``path``'s committed content (as :meth:`checksum`)."""
@@ -429,31 +429,49 @@ def _resolve(path: Path, version: int | TableSnapshot | None) -> SnapshotFileSys
             )
         files = _open_files([(f"/{DATA_FILE}", committed_size(path), path / DATA_FILE)])
         return SnapshotFileSystem(path, None, files)
-    for attempt in range(_OPEN_ATTEMPTS):
-        snapshot = read_snapshot(path)
-        if version is not None and snapshot.version != version:
-            if version < snapshot.version:
-                raise ConfigError(
-                    f"Version {version} of the table {str(path)!r} is gone: only the newest "
-                    f"_txn record (version {snapshot.version}) is kept on disk. Pin a version "
-                    "with Table.snapshot() in the writing process to read it later."
-                )
-            raise ConfigError(
-                f"Version {version} of the table {str(path)!r} is not committed; the newest is "
-                f"{snapshot.version}."
-            )
+    return _open_table(path, version)
+
+
+def _check_version(path: Path, version: int | None, newest: int) -> None:
+    if version is None or version == newest:
+        return
+    if version < newest:
+        raise ConfigError(
+            f"Version {version} of the table {str(path)!r} is gone: only the newest _txn record "
+            f"(version {newest}) is kept on disk. Pin a version with Table.snapshot() in the "
+            "writing process to read it later."
+        )
+    raise ConfigError(
+        f"Version {version} of the table {str(path)!r} is not committed; the newest is {newest}."
+    )
+
+
+def _open_table(path: Path, version: int | None) -> SnapshotFileSystem:
+    """Open the data files of the newest ``_txn`` version (which must be ``version`` if set).
+
+    A data file missing at open time is damage only if ``_txn`` still names the same version;
+    otherwise compaction swept it after a newer version superseded ours: take the newer one.
+    """
+    snapshot = read_snapshot(path)
+    for _ in range(_OPEN_ATTEMPTS):
+        _check_version(path, version, snapshot.version)
         try:
             files = _open_files(_table_entries(snapshot))
         except FileNotFoundError as exc:
-            if version is not None or attempt == _OPEN_ATTEMPTS - 1:
+            newer = read_snapshot(path)
+            if newer.version == snapshot.version:
                 raise CorruptFileError(
                     f"Version {snapshot.version} of the table {str(path)!r} lists a data file "
                     f"that is gone ({exc.filename!r}).",
                     0,
                 ) from exc
-            continue  # compaction swept it between reading _txn and opening: read _txn again
+            snapshot = newer
+            continue
         return SnapshotFileSystem(path, snapshot.version, files)
-    raise AssertionError("unreachable")  # pragma: no cover
+    raise StreamwriteIOError(
+        f"The table {str(path)!r} moved past {_OPEN_ATTEMPTS} versions while its data files "
+        "were being opened (compaction with a grace period of 0 s?); try again."
+    )
 
 
 def snapshot_filesystem(

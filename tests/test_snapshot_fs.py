@@ -302,3 +302,28 @@ def test_the_view_is_read_only_and_a_closed_view_refuses_reads(table_path: Path)
         handle.read()
     with pytest.raises(StateError, match="is closed"):
         fs.open(view_path)
+
+
+def test_a_segment_swept_between_reading_txn_and_opening_sends_the_view_to_the_newer_version(
+    table_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import streamwrite.snapshot_fs as snapshot_fs
+
+    stale = read_snapshot(table_path)  # _txn as read just before compaction ...
+
+    async def compact() -> None:  # ... which then retires and deletes (grace 0) its segments
+        policy = CompactionPolicy(grace_seconds=0, min_small_row_groups=2)
+        async with await open_table(table_path, **OPTIONS, compaction=policy) as table:
+            await table.compact()
+
+    _run(compact)
+    assert not all(disk.exists() for disk in stale.data_files())
+    newest = read_snapshot(table_path)
+    answers = iter([stale])
+    monkeypatch.setattr(snapshot_fs, "read_snapshot", lambda p: next(answers, newest))
+    with snapshot_filesystem(table_path) as fs:
+        assert fs.version == newest.version > stale.version
+        assert _seq(pq.read_table("/", filesystem=fs)) == list(range(150))
+    answers = iter([stale])
+    with pytest.raises(ConfigError, match=f"Version {stale.version} .* is gone"):
+        snapshot_filesystem(table_path, version=stale.version)
