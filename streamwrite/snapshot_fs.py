@@ -14,8 +14,11 @@ Rules of the view:
 - **One version.** The view reads ``_txn`` once (through
   :func:`streamwrite._table_state.read_snapshot`, or takes a pinned
   :class:`~streamwrite.table.TableSnapshot`) and never changes after that: ``fs.version`` is
-  that ``_txn`` version. To read a newer version, make a new view (for DuckDB: unregister the
-  old one, register the new one; see :class:`SnapshotFileSystem`).
+  that ``_txn`` version. To read a newer version, make a new view. Each view has its own
+  ``protocol`` (``streamwrite1``, ``streamwrite2``, ...) unless one is given: DuckDB refuses
+  to register a second filesystem under a registered name, so a new view is registered beside
+  the old one (then ``unregister_filesystem(old.protocol)``), and one URL never names the
+  files of two versions.
 - **Only committed data files.** The paths are the names ``TableSnapshot.files`` gives, with
   ``/data.parquet`` appended; the on-disk paths come from the snapshot too, never from this
   module. ``_txn``, ``_pm``, ``_lock``, retired and unpublished segments are not shown;
@@ -31,9 +34,11 @@ Rules of the view:
   superseded, which no caller could know.
 - **Other processes cannot pin.** A process that is not the writer cannot stop compaction from
   deleting a retired segment; compaction deletes it only after ``CompactionPolicy.grace_seconds``.
-  The view's only window is between reading ``_txn`` and opening the files (microseconds); a
-  segment that vanished in that window makes the view read the newest ``_txn`` again
-  (``version=None``) or raise (a pinned or numbered version).
+  The view's only window is between reading ``_txn`` and opening the files (microseconds). A
+  data file missing at open is damage (``CorruptFileError``) only if ``_txn`` still names the
+  same version; otherwise compaction swept a segment of a superseded version, and the view
+  takes the newer version (``version=None``) or raises ``ConfigError`` (a numbered version).
+  The view holds one descriptor per segment of its version.
 - **Read-only.** Every call that would change a file raises :class:`StreamwriteIOError`.
 
 A bare live-file directory (``data.parquet`` + ``_pm``, no ``_txn``) is shown as
@@ -74,6 +79,7 @@ _OPEN_ATTEMPTS = 20
 """How many newer ``_txn`` versions the view takes when a data file vanished between reading
 ``_txn`` and opening it (compaction swept a segment of a superseded version)."""
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-_]*:(//)?")
+_PROTOCOL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-_]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +156,12 @@ class SnapshotFileSystem(AbstractFileSystem):  # type: ignore[misc]
     already registered raises. Each view therefore has its own ``protocol`` by default
     (``streamwrite`` plus a per-view number, see :attr:`url`), so a newer view is registered
     beside an older one; call ``connection.unregister_filesystem(old.protocol)`` when done
-    with the old one.
+    with the old one. A view made with a fixed ``protocol`` replaces the old one under the
+    same name: unregister the old one first.
+
+    The view owns the descriptors in ``files`` and closes them in :meth:`close`, which waits
+    for reads in flight (engines read from several threads): a descriptor number is never read
+    after it was closed (and perhaps reused by another open).
 
     Attributes:
         version: the ``_txn`` version shown (None for a bare live-file directory).
@@ -171,6 +182,11 @@ class SnapshotFileSystem(AbstractFileSystem):  # type: ignore[misc]
         protocol: str | None = None,
     ) -> None:
         super().__init__()
+        if protocol is not None and not _PROTOCOL_NAME.fullmatch(protocol):
+            raise ConfigError(
+                f"protocol must be a URL scheme (a letter, then letters, digits, '+', '-', '.' "
+                f"or '_'), got {protocol!r}."
+            )
         if protocol is None:
             with SnapshotFileSystem._counter_lock:
                 SnapshotFileSystem._counter += 1
@@ -195,6 +211,9 @@ class SnapshotFileSystem(AbstractFileSystem):  # type: ignore[misc]
                 if not is_file:
                     self._children.setdefault(path, {})
         self._fds = [f.fd for f in files.values()]
+        self._reads_in_flight = 0
+        self._closing = False
+        self._idle = threading.Condition()
         self._finalizer = weakref.finalize(self, _close_fds, self._fds)
 
     # -- paths ---------------------------------------------------------------------------------
@@ -226,7 +245,7 @@ class SnapshotFileSystem(AbstractFileSystem):  # type: ignore[misc]
     # -- listing -------------------------------------------------------------------------------
 
     def _check_open(self) -> None:
-        if not self._finalizer.alive:
+        if self._closing or not self._finalizer.alive:
             raise StateError(
                 f"The snapshot view of {str(self.table_path)!r} (version {self.version}) is closed."
             )
@@ -325,10 +344,21 @@ class SnapshotFileSystem(AbstractFileSystem):  # type: ignore[misc]
 
     def read_range(self, data_file: _DataFile, start: int, end: int) -> bytes:
         """Returns: bytes ``[start, min(end, committed size))`` of an open data file."""
-        self._check_open()
         end = min(end, data_file.size)
-        if start >= end:
-            return b""
+        with self._idle:
+            self._check_open()
+            if start >= end:
+                return b""
+            self._reads_in_flight += 1
+        try:
+            return self._pread(data_file, start, end)
+        finally:
+            with self._idle:
+                self._reads_in_flight -= 1
+                self._idle.notify_all()
+
+    @staticmethod
+    def _pread(data_file: _DataFile, start: int, end: int) -> bytes:
         chunks = []
         while start < end:
             try:
@@ -362,8 +392,12 @@ class SnapshotFileSystem(AbstractFileSystem):  # type: ignore[misc]
     # -- life ----------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the view's file descriptors (idempotent); later reads raise ``StateError``."""
-        self._finalizer()
+        """Close the view's file descriptors once the reads in flight are done (idempotent);
+        later reads raise ``StateError``."""
+        with self._idle:
+            self._closing = True
+            self._idle.wait_for(lambda: self._reads_in_flight == 0)
+            self._finalizer()
 
     def __enter__(self) -> SnapshotFileSystem:
         return self
@@ -399,7 +433,9 @@ class SnapshotFile(AbstractBufferedFile):  # type: ignore[misc]
         return fs.read_range(self._data_file, start, end)
 
 
-def _resolve(path: Path, version: int | TableSnapshot | None) -> SnapshotFileSystem:
+def _resolve(
+    path: Path, version: int | TableSnapshot | None, protocol: str | None
+) -> SnapshotFileSystem:
     if isinstance(version, TableSnapshot):
         if version.path.resolve() != path.resolve():
             raise ConfigError(
@@ -413,7 +449,7 @@ def _resolve(path: Path, version: int | TableSnapshot | None) -> SnapshotFileSys
                 f"Version {version.version} of the table {str(path)!r} lost a data file "
                 f"({exc.filename!r}): release()d snapshots are not kept."
             ) from exc
-        return SnapshotFileSystem(path, version.version, files)
+        return SnapshotFileSystem(path, version.version, files, protocol)
     if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
         raise ConfigError(
             f"version must be None, an int or a TableSnapshot, got {version!r} for {str(path)!r}."
@@ -428,8 +464,8 @@ def _resolve(path: Path, version: int | TableSnapshot | None) -> SnapshotFileSys
                 f"{str(path)!r} is neither a table (no _txn) nor a live file (no {DATA_FILE})."
             )
         files = _open_files([(f"/{DATA_FILE}", committed_size(path), path / DATA_FILE)])
-        return SnapshotFileSystem(path, None, files)
-    return _open_table(path, version)
+        return SnapshotFileSystem(path, None, files, protocol)
+    return _open_table(path, version, protocol)
 
 
 def _check_version(path: Path, version: int | None, newest: int) -> None:
@@ -446,7 +482,7 @@ def _check_version(path: Path, version: int | None, newest: int) -> None:
     )
 
 
-def _open_table(path: Path, version: int | None) -> SnapshotFileSystem:
+def _open_table(path: Path, version: int | None, protocol: str | None) -> SnapshotFileSystem:
     """Open the data files of the newest ``_txn`` version (which must be ``version`` if set).
 
     A data file missing at open time is damage only if ``_txn`` still names the same version;
@@ -467,7 +503,7 @@ def _open_table(path: Path, version: int | None) -> SnapshotFileSystem:
                 ) from exc
             snapshot = newer
             continue
-        return SnapshotFileSystem(path, snapshot.version, files)
+        return SnapshotFileSystem(path, snapshot.version, files, protocol)
     raise StreamwriteIOError(
         f"The table {str(path)!r} moved past {_OPEN_ATTEMPTS} versions while its data files "
         "were being opened (compaction with a grace period of 0 s?); try again."
@@ -475,7 +511,10 @@ def _open_table(path: Path, version: int | None) -> SnapshotFileSystem:
 
 
 def snapshot_filesystem(
-    path: str | os.PathLike[str], version: int | TableSnapshot | None = None
+    path: str | os.PathLike[str],
+    version: int | TableSnapshot | None = None,
+    *,
+    protocol: str | None = None,
 ) -> SnapshotFileSystem:
     """A read-only fsspec filesystem showing one committed version of the table at ``path``.
 
@@ -488,6 +527,9 @@ def snapshot_filesystem(
         version: None for the newest ``_txn`` version; an int that must equal it (only the
             newest ``_txn`` record is kept on disk); or a :class:`TableSnapshot` pinned with
             ``Table.snapshot()`` in this process.
+        protocol: the view's URL scheme (``fs.protocol``, used by DuckDB); default a new
+            ``streamwrite<N>`` for each view, so views of several versions can be registered
+            at once.
 
     Returns:
         The view; ``fs.version`` is the ``_txn`` version it shows. Use ``with`` or
@@ -495,11 +537,11 @@ def snapshot_filesystem(
 
     Raises:
         ConfigError: ``path`` is neither a table nor a live file, ``version`` is not the
-            newest (or not committed), a live file was given a version, or a snapshot of
-            another table.
+            newest (or not committed), a live file was given a version, a snapshot of another
+            table, or a ``protocol`` that is not a URL scheme.
         CorruptFileError: a data file listed by the version is gone or shorter than its
             committed size; a damaged ``_txn`` or ``_pm``.
         StateError: a released snapshot whose files were deleted.
         StreamwriteIOError: a data file cannot be opened.
     """
-    return _resolve(Path(path), version)
+    return _resolve(Path(path), version, protocol)

@@ -8,6 +8,7 @@ import datetime
 import functools
 import os
 import pickle
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -327,3 +328,39 @@ def test_a_segment_swept_between_reading_txn_and_opening_sends_the_view_to_the_n
     answers = iter([stale])
     with pytest.raises(ConfigError, match=f"Version {stale.version} .* is gone"):
         snapshot_filesystem(table_path, version=stale.version)
+
+
+def test_a_fixed_protocol_and_bad_ones(table_path: Path) -> None:
+    with snapshot_filesystem(table_path, protocol="ticks") as fs:
+        assert fs.protocol == "ticks" and fs.url == "ticks://"
+        assert fs.glob("ticks:///*/*/data.parquet") == fs.find("/")
+        assert fs.unstrip_protocol(fs.find("/")[0]).startswith("ticks:///")
+    for bad in ("", "1ticks", "my ticks", "a/b"):
+        with pytest.raises(ConfigError, match="protocol must be a URL scheme"):
+            snapshot_filesystem(table_path, protocol=bad)
+
+
+def test_close_waits_for_reads_in_flight_and_no_read_follows_it(table_path: Path) -> None:
+    fs = snapshot_filesystem(table_path)
+    names = fs.find("/")
+    want = {name: fs.cat_file(name) for name in names}
+    wrong: list[str] = []
+    refused = threading.Event()
+
+    def read() -> None:
+        for i in range(100_000):
+            name = names[i % len(names)]
+            try:
+                if fs.cat_file(name, 0, 4096) != want[name][:4096]:
+                    wrong.append(name)
+            except StateError:
+                refused.set()
+                return
+
+    threads = [threading.Thread(target=read) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    fs.close()
+    for thread in threads:
+        thread.join()
+    assert wrong == [] and refused.is_set()

@@ -4,7 +4,8 @@ Usage:
 - ``python snapshot_readers.py engines TABLE OUT_DIR``: each engine reads the whole table with
   the README snippet; writes ``OUT_DIR/<engine>.arrow`` (Arrow IPC) for the parent to compare.
 - ``python snapshot_readers.py duckdb-refresh TABLE``: one DuckDB connection reads a view, the
-  table gets a commit, a new view is registered beside the old one; prints JSON counts.
+  table gets a commit, a new view is registered beside the old one (and a view under a fixed
+  protocol is replaced by a newer one); prints JSON counts.
 - ``python snapshot_readers.py loop TABLE view|bare NUM_READS``: the reader loop beside a
   writer (``snapshot_writer.py``): NUM_READS reads spread over pyarrow, DuckDB, polars (native
   reader) and polars (through pyarrow), through the view or the bare table directory. Prints
@@ -92,7 +93,21 @@ def duckdb_refresh(table_path: Path) -> None:
         async with await open_table(table_path) as table:
             await table.append(table.snapshot().read().slice(0, 5))
 
+    fixed = streamwrite.snapshot_filesystem(table_path, protocol="ticks")  # the same SQL each time
+    con.register_filesystem(fixed)
+    (fixed_before,) = con.sql(
+        "SELECT count(*) FROM read_parquet('ticks:///**/*.parquet')"
+    ).fetchall()
     anyio.run(commit)
+    con.unregister_filesystem("ticks")  # a fixed name: unregister the old view first
+    fixed.close()
+    fixed = streamwrite.snapshot_filesystem(table_path, protocol="ticks")
+    con.register_filesystem(fixed)
+    (fixed_after,) = con.sql(
+        "SELECT count(*) FROM read_parquet('ticks:///**/*.parquet')"
+    ).fetchall()
+    con.unregister_filesystem("ticks")
+    fixed.close()
     new = streamwrite.snapshot_filesystem(table_path)
     con.register_filesystem(new)  # beside the old one: each view has its own protocol
     (after,) = con.sql(query.format(new.url)).fetchall()
@@ -105,6 +120,7 @@ def duckdb_refresh(table_path: Path) -> None:
                 "before": before[0],
                 "after": after[0],
                 "old_again": old_again[0],
+                "fixed": [fixed_before[0], fixed_after[0]],
                 "versions": [old.version, new.version],
                 "protocols": [old.protocol, new.protocol],
                 "registered": con.list_filesystems(),

@@ -96,6 +96,7 @@ def test_duckdb_reads_a_newer_version_through_a_new_view_beside_the_old(tmp_path
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout)
     assert (result["before"], result["after"], result["old_again"]) == (6_000, 6_005, 6_000)
+    assert result["fixed"] == [6_000, 6_005]
     old, new = result["versions"]
     assert new > old
     old_protocol, new_protocol = result["protocols"]
