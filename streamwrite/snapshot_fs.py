@@ -72,7 +72,7 @@ from streamwrite.layout.txn import TXN_FILE
 __all__ = ["PROTOCOL", "SnapshotFileSystem", "snapshot_filesystem"]
 
 PROTOCOL = "streamwrite"
-"""The URL scheme of the view: DuckDB routes ``streamwrite:///...`` to a registered view."""
+"""The prefix of each view's default URL scheme (``streamwrite1``, ``streamwrite2``, ...)."""
 
 DATA_FILE = "data.parquet"
 _OPEN_ATTEMPTS = 20
