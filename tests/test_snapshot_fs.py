@@ -364,3 +364,23 @@ def test_close_waits_for_reads_in_flight_and_no_read_follows_it(table_path: Path
     for thread in threads:
         thread.join()
     assert wrong == [] and refused.is_set()
+
+
+def test_hive_style_partition_names_are_shown_as_the_snapshot_names_them(
+    table_path: Path,
+) -> None:
+    """The view builds its tree from the names ``TableSnapshot.files`` gives, whatever they
+    are (``ts_day=2026-01-01/seg-000003`` in the Hive-style layout)."""
+    from streamwrite.snapshot_fs import SnapshotFileSystem, _open_files
+
+    entries = [
+        (f"/ts_day={name.split('/')[0]}/{name.split('/')[1]}/data.parquet", size, disk)
+        for (name, size), disk in zip(
+            read_snapshot(table_path).files, read_snapshot(table_path).data_files(), strict=True
+        )
+    ]
+    with SnapshotFileSystem(table_path, 1, _open_files(entries)) as fs:
+        assert fs.ls("/", detail=False) == ["/ts_day=2026-01-01", "/ts_day=2026-01-02"]
+        table = ds.dataset("/", filesystem=fs, format="parquet", partitioning="hive").to_table()
+        assert table.column_names == ["ts", "seq", "ts_day"]
+        assert _seq(table) == list(range(150))
