@@ -78,6 +78,9 @@ DATA_FILE = "data.parquet"
 _OPEN_ATTEMPTS = 20
 """How many newer ``_txn`` versions the view takes when a data file vanished between reading
 ``_txn`` and opening it (compaction swept a segment of a superseded version)."""
+_RESOLVE_ATTEMPTS = 3
+"""How many times a data file not found at its path is looked up again through the snapshot
+(a segment retired meanwhile is renamed, once)."""
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-_]*:(//)?")
 _PROTOCOL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-_]*")
 
@@ -142,6 +145,36 @@ def _table_entries(snapshot: TableSnapshot) -> list[tuple[str, int, Path]]:
         (f"/{name}/{DATA_FILE}", size, disk_path)
         for (name, size), disk_path in zip(snapshot.files, disk_paths, strict=True)
     ]
+
+
+class _MissingDataFileError(Exception):
+    """A data file of a snapshot is gone (its segment was swept, or the table is damaged)."""
+
+
+def _open_snapshot(snapshot: TableSnapshot) -> dict[str, _DataFile]:
+    """Open the data files of ``snapshot``, taking their on-disk paths from the snapshot.
+
+    A segment retired between asking for its path and opening it may have been renamed
+    (retiring only renames forward), so a file not found sends the view back to
+    ``TableSnapshot.data_files()`` for the current paths, a few times.
+
+    Raises:
+        _MissingDataFileError: a data file is gone (the table API found none, or it vanished
+            each time).
+        CorruptFileError: a data file is shorter than its committed size.
+        StreamwriteIOError: a data file cannot be opened.
+    """
+    detail = ""
+    for _ in range(_RESOLVE_ATTEMPTS):
+        try:
+            entries = _table_entries(snapshot)
+        except CorruptFileError as exc:  # the table API found no data file for a segment
+            raise _MissingDataFileError(str(exc)) from exc
+        try:
+            return _open_files(entries)
+        except FileNotFoundError as exc:
+            detail = f"{exc.filename!r} was not found"
+    raise _MissingDataFileError(detail)
 
 
 class SnapshotFileSystem(AbstractFileSystem):  # type: ignore[misc]
@@ -443,11 +476,11 @@ def _resolve(
                 f"{str(path)!r}."
             )
         try:
-            files = _open_files(_table_entries(version))
-        except FileNotFoundError as exc:
+            files = _open_snapshot(version)
+        except _MissingDataFileError as exc:
             raise StateError(
                 f"Version {version.version} of the table {str(path)!r} lost a data file "
-                f"({exc.filename!r}): release()d snapshots are not kept."
+                f"({exc}): a released snapshot's segments are not kept."
             ) from exc
         return SnapshotFileSystem(path, version.version, files, protocol)
     if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
@@ -492,13 +525,13 @@ def _open_table(path: Path, version: int | None, protocol: str | None) -> Snapsh
     for _ in range(_OPEN_ATTEMPTS):
         _check_version(path, version, snapshot.version)
         try:
-            files = _open_files(_table_entries(snapshot))
-        except FileNotFoundError as exc:
+            files = _open_snapshot(snapshot)
+        except _MissingDataFileError as exc:
             newer = read_snapshot(path)
             if newer.version == snapshot.version:
                 raise CorruptFileError(
                     f"Version {snapshot.version} of the table {str(path)!r} lists a data file "
-                    f"that is gone ({exc.filename!r}).",
+                    f"that is gone ({exc}).",
                     0,
                 ) from exc
             snapshot = newer

@@ -196,6 +196,11 @@ def test_a_pinned_table_snapshot_is_shown_after_newer_commits_and_compaction(
                 fs = snapshot_filesystem(path, version=pinned)
                 assert fs.version == pinned.version < table.version
                 await table.compact()
+                assert table.record.retired  # pinned: retired, kept (wherever the layout puts it)
+                with snapshot_filesystem(path, version=pinned) as after_compaction:
+                    assert after_compaction.find("/") == fs.find("/")
+                    got = ds.dataset("/", filesystem=after_compaction).to_table()
+                    assert _seq(got) == list(range(60))
             # released and swept with grace 0: the old segments are deleted, the view still
             # reads them through its open descriptors
             assert await table.sweep_retired(0.0)
@@ -318,7 +323,7 @@ def test_a_segment_swept_between_reading_txn_and_opening_sends_the_view_to_the_n
             await table.compact()
 
     _run(compact)
-    assert not all(disk.exists() for disk in stale.data_files())
+    assert not all((table_path / name).exists() for name, _ in stale.files)  # swept
     newest = read_snapshot(table_path)
     answers = iter([stale])
     monkeypatch.setattr(snapshot_fs, "read_snapshot", lambda p: next(answers, newest))
