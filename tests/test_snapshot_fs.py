@@ -378,12 +378,12 @@ def test_hive_style_partition_names_are_shown_as_the_snapshot_names_them(
     are (``ts_day=2026-01-01/seg-000003`` in the Hive-style layout)."""
     from streamwrite.snapshot_fs import SnapshotFileSystem, _open_files
 
-    entries = [
-        (f"/ts_day={name.split('/')[0]}/{name.split('/')[1]}/data.parquet", size, disk)
-        for (name, size), disk in zip(
-            read_snapshot(table_path).files, read_snapshot(table_path).data_files(), strict=True
-        )
-    ]
+    snapshot = read_snapshot(table_path)
+    entries = []
+    for (name, size), disk in zip(snapshot.files, snapshot.data_files(), strict=True):
+        partition, segment = name.split("/")
+        day = partition.removeprefix("ts_day=")  # today's names are the bare day
+        entries.append((f"/ts_day={day}/{segment}/data.parquet", size, disk))
     with SnapshotFileSystem(table_path, 1, _open_files(entries)) as fs:
         assert fs.ls("/", detail=False) == ["/ts_day=2026-01-01", "/ts_day=2026-01-02"]
         table = ds.dataset("/", filesystem=fs, format="parquet", partitioning="hive").to_table()
