@@ -30,6 +30,7 @@ _EXPORTS = {
     "read_table": "streamwrite.reader",
     "ParquetWriter": "streamwrite.writer",
     "write_table": "streamwrite.writer",
+    "snapshot_filesystem": "streamwrite.snapshot_fs",
     "SortingColumn": "streamwrite.options",
     "StreamwriteError": "streamwrite.errors",
     "ConfigError": "streamwrite.errors",
@@ -74,6 +75,7 @@ __all__ = [
     "WorkerError",
     "open_table",
     "read_table",
+    "snapshot_filesystem",
     "write_table",
 ]
 
@@ -101,6 +103,7 @@ if TYPE_CHECKING:
     from streamwrite.live_info import Snapshot
     from streamwrite.options import SortingColumn
     from streamwrite.reader import ParquetFile, read_table
+    from streamwrite.snapshot_fs import snapshot_filesystem
     from streamwrite.table import Table, TableCommit, TableSnapshot, open_table
     from streamwrite.writer import ParquetWriter, write_table
 
