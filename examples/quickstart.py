@@ -4,8 +4,9 @@ Streams ``--seconds`` of synthetic trades (the reference table: ts, symbol, pric
 venue, order_id) into a day-partitioned table under ``--out`` (default ``./quickstart-out``),
 encoding in a process pool and committing automatically (every ``--commit-rows`` rows or
 ``--commit-interval`` seconds). Meanwhile a reader task reads the newest committed snapshot
-three ways: streamwrite, pyarrow (every page CRC checked) and DuckDB (over the committed prefix
-of each partition). At the end it prints throughput, commit latency and the files.
+three ways: streamwrite, and pyarrow (every page CRC checked) and DuckDB through
+``streamwrite.snapshot_filesystem`` (the committed bytes of that one version, no copies).
+At the end it prints throughput, commit latency and the files.
 
 ``--out`` must be absent, empty, or an earlier quick start's output (marked by the file
 ``.streamwrite-quickstart``): the demo never deletes anything it did not create. The readers'
@@ -18,13 +19,12 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import anyio
 import duckdb
-import pyarrow.parquet as pq
+import pyarrow.dataset as ds
 
 import streamwrite
 from streamwrite._pool import ProcessPool
@@ -59,20 +59,23 @@ def prepare_out(out: Path) -> None:
 
 
 def _read_three_ways(snapshot: TableSnapshot) -> tuple[int, int, int]:
-    """Row counts of one snapshot as streamwrite, pyarrow and DuckDB see it."""
+    """Row counts of one snapshot as streamwrite, pyarrow and DuckDB see it: the two engines
+    read through ``snapshot_filesystem``, which shows exactly that version's committed bytes."""
     ours = snapshot.read().num_rows
-    with tempfile.TemporaryDirectory(prefix="quickstart-reader-") as scratch:
-        prefixes = []
-        for (name, size), data_file in zip(snapshot.files, snapshot.data_files(), strict=True):
-            with open(data_file, "rb") as f:
-                prefix = Path(scratch) / f"{name.replace('/', '_')}.parquet"
-                prefix.write_bytes(f.read(size))  # exactly the committed bytes
-                prefixes.append(prefix)
-        theirs = sum(pq.read_table(p, page_checksum_verification=True).num_rows for p in prefixes)
-        if not prefixes:
-            return ours, 0, 0
-        files = ", ".join(f"'{p}'" for p in prefixes)
-        ((duck,),) = duckdb.sql(f"SELECT count(*) FROM read_parquet([{files}])").fetchall()
+    if not snapshot.files:
+        return ours, 0, 0
+    with streamwrite.snapshot_filesystem(snapshot.path, version=snapshot) as fs:
+        scan = ds.ParquetFragmentScanOptions(page_checksum_verification=True)
+        dataset = ds.dataset(
+            "/", filesystem=fs, format=ds.ParquetFileFormat(default_fragment_scan_options=scan)
+        )
+        theirs = dataset.count_rows()
+        con = duckdb.connect()
+        con.register_filesystem(fs)
+        ((duck,),) = con.sql(
+            f"SELECT count(*) FROM read_parquet('{fs.url}/**/*.parquet')"
+        ).fetchall()
+        con.close()
     return ours, theirs, int(duck)
 
 

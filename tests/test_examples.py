@@ -25,7 +25,6 @@ def test_quickstart_runs_and_leaves_nothing_behind(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "every one equal in streamwrite, pyarrow" in proc.stdout
     assert sorted(p.name for p in out.iterdir()) == [".streamwrite-quickstart"]
-    assert not list(Path("/tmp").glob("quickstart-reader-*"))
     # A second run may replace its own output; --keep keeps the table for the CLI hints.
     proc = subprocess.run(
         _quickstart(out, "--seconds", "1", "--keep"), capture_output=True, text=True, timeout=300
