@@ -179,7 +179,7 @@ def read_committed(directory: Path, record: TxnRecord) -> pa.Table:
         assert len(data) == size, name
         part = pq.read_table(pa.BufferReader(data), page_checksum_verification=True)
         days = pc.strftime(part.column("ts"), format="%Y-%m-%d").unique().to_pylist()
-        partition = name.split("/")[0]
+        partition = name.split("/")[0].removeprefix("ts_day=")
         assert days in ([], [partition]), f"segment {name} holds rows of {days}"
         parts.append(part)
     table = pa.concat_tables(parts) if parts else make_batch(0).schema.empty_table()
