@@ -176,6 +176,15 @@ def test_engines_do_not_see_a_merged_segment_before_it_is_published(tmp_path: Pa
 
     def hook(step: str) -> None:
         if step == "publish":  # the merged segment is written and committed, not published
+            record = decode_txn((directory / TXN_FILE).read_bytes())
+            known = {name for name, _ in record.files()} | {r.path for r in record.retired}
+            merged = [
+                p for p in directory.glob("*/seg-*") if f"{p.parent.name}/{p.name}" not in known
+            ]
+            assert len(merged) == 1 and sorted(q.name for q in merged[0].iterdir()) == [
+                "_data.pending",
+                "_pm",
+            ]
             assert_exact(directory, "day", "before the merged segment is published")
             checked.append(step)
 
