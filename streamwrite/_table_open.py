@@ -16,7 +16,8 @@ partition directory renamed under it (a CorruptFileError naming the segment).
 Recovery, given the newest ``_txn`` (``layout/txn.py`` states the rules)::
 
     partition dir not in _txn                 never published: delete it
-    segment dir listed                        committed size == listed: keep
+    segment dir listed                        committed size == listed: keep (a torn tail
+                                              past it is truncated)
                                               ahead of _txn: roll back to the listed size
                                               behind, or missing: CorruptFileError
     segment dir retired                       keep until the grace period passes (sweep);
@@ -26,8 +27,10 @@ Recovery, given the newest ``_txn`` (``layout/txn.py`` states the rules)::
                                               crashed before its _txn): delete it
 
 No segment stays open: each is checked through its ``_pm`` (the last footer names the
-committed parquet size) and opened, which recovers it, only when that check fails or disagrees
-with ``_txn``. The table opens a partition's newest segment when it first appends to it.
+committed parquet size) and the size of its ``data.parquet``, and opened, which recovers it,
+only when either disagrees with ``_txn``: after an open, every listed ``data.parquet`` ends at
+its committed footer, as engines reading the table directory need. The table opens a
+partition's newest segment when it first appends to it.
 """
 
 from __future__ import annotations
@@ -204,6 +207,17 @@ def _committed_size(directory: Path) -> int | None:
         return None
 
 
+def _is_clean(directory: Path, listed: int) -> bool:
+    """The segment's ``_pm`` names its listed size and ``data.parquet`` ends there: no torn
+    tail (an append killed after writing its footer to ``data.parquet`` leaves one that
+    engines reading the file from its end would take for the newest commit)."""
+    try:
+        size = (directory / DATA_FILE).stat().st_size
+    except OSError:
+        return False
+    return size == listed and _committed_size(directory) == listed
+
+
 async def _open_at(
     directory: Path,
     listed: int,
@@ -260,7 +274,7 @@ async def recover_segments(
                 delete_segment(entry)
         for segment in segments:
             directory = child / segment.name
-            if _committed_size(directory) != segment.size:
+            if not _is_clean(directory, segment.size):
                 live = await _open_at(directory, segment.size, schema, write_options, encryption)
                 await live.close()
     missing = [name for name in record.partitions if not (path / name).is_dir()]

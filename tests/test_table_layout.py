@@ -204,6 +204,33 @@ def test_a_missing_segment_is_a_typed_error_naming_it(tmp_path: Path) -> None:
         read_snapshot(tmp_path / "u").read(columns=["ts"])
 
 
+def test_opening_truncates_a_torn_tail_engines_would_read(tmp_path: Path) -> None:
+    """An append killed after writing its footer to ``data.parquet`` but before its ``_pm``
+    commit leaves a tail that ends like a newer commit (simulated: an append, then the ``_pm``
+    of before put back): opening the table truncates it, so engines read the committed rows."""
+    path = tmp_path / "t"
+    _run(_build, path)
+    name, size = _txn(path).files()[0]  # not a newest segment: the table does not open it
+    pm = (path / name / "_pm").read_bytes()
+
+    async def append_past_the_commit() -> None:
+        async with await streamwrite.LiveFile.open(path / name) as live:
+            await live.append(_rows(9).slice(0, 5))
+
+    _run(append_past_the_commit)
+    (path / name / "_pm").write_bytes(pm)
+    assert (path / name / DATA_FILE).stat().st_size > size
+    assert pq.read_table(path).num_rows == 1005  # what an engine sees of the torn tail
+
+    async def reopen() -> None:
+        table = await open_table(path, **OPTIONS)
+        await table.close()
+
+    _run(reopen)
+    assert (path / name / DATA_FILE).stat().st_size == size
+    assert _engine_rows(path).equals(_expected())
+
+
 # -- format 2 ----------------------------------------------------------------------------
 
 
