@@ -47,6 +47,12 @@ def duckdb_glob(table: str) -> pa.Table:
     return duckdb.connect().sql(f"SELECT * FROM read_parquet('{table}/**/*.parquet')").arrow()
 
 
+def duckdb_data_files(table: str) -> pa.Table:
+    import duckdb
+
+    return duckdb.connect().sql(f"SELECT * FROM read_parquet('{table}/*/*/data.parquet')").arrow()
+
+
 def polars_glob(table: str) -> pa.Table:
     import polars as pl
 
@@ -64,6 +70,7 @@ FORMS: dict[str, Callable[[str], pa.Table]] = {
     "ds.dataset(table)": pyarrow_dataset,
     "ds.dataset(table, partitioning='hive')": pyarrow_dataset_hive,
     "duckdb read_parquet('table/**/*.parquet')": duckdb_glob,
+    "duckdb read_parquet('table/*/*/data.parquet')": duckdb_data_files,
     "pl.read_parquet('table/**/*.parquet')": polars_glob,
     "pl.read_parquet('table/**/*.parquet', hive_partitioning=True)": polars_glob_hive,
 }

@@ -3,7 +3,8 @@
 For tables partitioned by day, hour and month and an unpartitioned one, built by appends over
 several partitions and segments (``segment_row_groups=2``), every form of
 ``tests/interop/read_table_dir.py`` (``pq.read_table(table)``, ``ds.dataset(table)`` with and
-without ``partitioning="hive"``, DuckDB and polars ``**/*.parquet`` globs) must return the rows
+without ``partitioning="hive"``, DuckDB and polars ``**/*.parquet`` globs, DuckDB's
+``*/*/data.parquet``) must return the rows
 ``streamwrite.read_table(table)`` returns (sorted by ``order_id``), plus at most the partition
 column (``ts_day`` ...) holding each row's partition: after the appends, right after
 ``compact()`` (retired segments still on disk within the grace period), while compaction has
@@ -55,6 +56,7 @@ FORMS_WITH_PARTITION_COLUMN = {
     "pq.read_table(table)",
     "ds.dataset(table, partitioning='hive')",
     "duckdb read_parquet('table/**/*.parquet')",
+    "duckdb read_parquet('table/*/*/data.parquet')",
     "pl.read_parquet('table/**/*.parquet', hive_partitioning=True)",
 }
 
@@ -122,7 +124,7 @@ def engine_reads(directory: Path, partition_by: str | None) -> dict[str, dict[st
 
 def assert_exact(directory: Path, partition_by: str | None, where: str) -> None:
     results = engine_reads(directory, partition_by)
-    assert len(results) == 6, f"{where}: a reader crashed: {sorted(results)}"
+    assert len(results) == 7, f"{where}: a reader crashed: {sorted(results)}"
     failed = {form: r["problems"] for form, r in results.items() if r["problems"]}
     assert not failed, f"{where}: {failed}"
     if partition_by is not None:  # the engines understand the layout: the column is there
