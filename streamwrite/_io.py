@@ -36,11 +36,21 @@ class LiveFileIO:
 
     ``_pm`` doubles as the lock file and is created if missing (an empty ``_pm`` is what
     recovery treats as a missing one); ``data.parquet`` is created only with ``create``.
+    ``data_file`` names the file that :attr:`LiveFileName.DATA` stands for (a table's
+    compaction writes a merged segment under a name no engine reads, renamed once complete).
     """
 
-    def __init__(self, directory: Path, *, create: bool, hook: ActionHook | None = None) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        create: bool,
+        hook: ActionHook | None = None,
+        data_file: str = LiveFileName.DATA.value,
+    ) -> None:
         self.directory = directory
         self.hook = hook
+        self.data_file = data_file
         self._fds: dict[LiveFileName, int] = {}
         try:
             # _pm is also the lock, so it is always created; an empty _pm reads as missing.
@@ -48,9 +58,7 @@ class LiveFileIO:
                 directory / LiveFileName.PM.value, os.O_RDWR | os.O_CREAT, 0o644
             )
             data_flags = os.O_RDWR | (os.O_CREAT if create else 0)
-            self._fds[LiveFileName.DATA] = os.open(
-                directory / LiveFileName.DATA.value, data_flags, 0o644
-            )
+            self._fds[LiveFileName.DATA] = os.open(directory / data_file, data_flags, 0o644)
             fcntl.flock(self._fds[LiveFileName.PM], fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             self.close()
@@ -109,9 +117,12 @@ class LiveFileIO:
                     os.ftruncate(fd, action.size)
             except OSError as exc:
                 raise StreamwriteIOError(
-                    f"{type(action).__name__} on {action.file.value} in "
+                    f"{type(action).__name__} on {self._name(action.file)} in "
                     f"{str(self.directory)!r} failed: {exc}."
                 ) from exc
+
+    def _name(self, name: LiveFileName) -> str:
+        return self.data_file if name is LiveFileName.DATA else name.value
 
     def close(self) -> None:
         for fd in self._fds.values():

@@ -42,7 +42,13 @@ from streamwrite.encryption import FileEncryption
 from streamwrite.errors import ConfigError, StaleBatchError, StateError
 from streamwrite.layout.batch_ids import BatchDecision, check_batch_id, decide_batch
 from streamwrite.layout.partitioning import split_by_partition
-from streamwrite.layout.txn import Segment, TxnRecord, segment_name
+from streamwrite.layout.txn import (
+    DATA_FILE,
+    PENDING_DATA_FILE,
+    Segment,
+    TxnRecord,
+    segment_name,
+)
 from streamwrite.live import EncodedRowGroup, LiveFile
 from streamwrite.options import make_write_options
 from streamwrite.schema import arrow_to_parquet
@@ -412,15 +418,17 @@ class Table:
 
     # -- segments and compaction (the steps are in streamwrite.compaction) -----------------
 
-    async def new_segment(self, partition: str) -> LiveFile:
+    async def new_segment(self, partition: str, *, pending: bool = False) -> LiveFile:
         """A new segment of ``partition`` (the next number), unpublished until a ``_txn``
-        lists it."""
+        lists it; ``pending``: its data file is ``_data.pending`` (compaction renames it to
+        ``data.parquet`` just before the swap), so no engine reading the directory sees it."""
         number = self._next_segment.get(partition, 0)
         self._next_segment[partition] = number + 1
         return await LiveFile.open(
             self.path / partition / segment_name(number),
             self.schema,
             encryption=self.encryption,
+            _data_file=PENDING_DATA_FILE if pending else DATA_FILE,
             **self._write_kwargs,
         )
 
@@ -523,9 +531,10 @@ class Table:
         policy: CompactionPolicy | None = None,
         hook: StepHook | None = None,
     ) -> list[CompactionResult]:
-        """Compact every partition (or ``partition``) that merging improves, now: idle or
-        not, a partition's newest segment is taken (sealed: its next rows start a new
-        segment) once all its row groups are committed.
+        """Compact every partition (or ``partition``: its name, ``ts_day=2026-11-22``, or
+        its value, ``2026-11-22``) that merging improves, now: idle or not, a partition's
+        newest segment is taken (sealed: its next rows start a new segment) once all its row
+        groups are committed.
 
         Returns:
             What was compacted.
@@ -535,8 +544,14 @@ class Table:
             StreamwriteIOError: the ``_txn`` publish failed (the table is poisoned).
         """
         self._check()
-        if partition is not None and partition not in self._record.partitions:
-            raise ConfigError(f"The table {str(self.path)!r} has no partition {partition!r}.")
+        if partition is not None:
+            found = self._record.find_partition(partition)
+            if found is None:
+                raise ConfigError(
+                    f"The table {str(self.path)!r} has no partition {partition!r} (its "
+                    f"partitions: {sorted(self._record.partitions)})."
+                )
+            partition = found
         names = [partition] if partition else sorted(self._record.partitions)
         policy = policy or self.settings.compaction
         return await compact_table(self, names, policy, explicit=True, hook=hook)

@@ -1,18 +1,36 @@
-"""Opening a table directory: the writer lock, recovery of segments, deletion of old ones.
+"""Opening a table directory: the writer lock, migration, recovery of segments, deletion of
+old ones, and the renames that publish and retire a segment's data file.
+
+Migration of a format-2 table (partition directories named by value, ``2026-11-22``) to the
+Hive-style names of format 3 (``ts_day=2026-11-22``), by the writer (it holds the lock)::
+
+    for each partition of _txn: rename <value>/ to <column>=<value>/ (skipped if done)
+    fsync the table directory
+    publish _txn version 3 naming the new directories (the migration's commit point)
+
+A crash before the publish leaves the format-2 ``_txn`` with some directories renamed: the next
+open renames the rest and publishes. Readers of a format-2 table read it as it is (its
+directory names are its partition names); only while a migration runs may one find a
+partition directory renamed under it (a CorruptFileError naming the segment).
 
 Recovery, given the newest ``_txn`` (``layout/txn.py`` states the rules)::
 
     partition dir not in _txn                 never published: delete it
-    segment dir listed                        committed size == listed: keep
+    segment dir listed                        committed size == listed: keep (a torn tail
+                                              past it is truncated)
                                               ahead of _txn: roll back to the listed size
                                               behind, or missing: CorruptFileError
-    segment dir retired                       keep until the grace period passes (sweep)
+    segment dir retired                       keep until the grace period passes (sweep);
+                                              its data.parquet (a crash right after the
+                                              swap) is renamed to _data.retired
     segment dir neither listed nor retired    never published (creation or compaction
                                               crashed before its _txn): delete it
 
 No segment stays open: each is checked through its ``_pm`` (the last footer names the
-committed parquet size) and opened, which recovers it, only when that check fails or disagrees
-with ``_txn``. The table opens a partition's newest segment when it first appends to it.
+committed parquet size) and the size of its ``data.parquet``, and opened, which recovers it,
+only when either disagrees with ``_txn``: after an open, every listed ``data.parquet`` ends at
+its committed footer, as engines reading the table directory need. The table opens a
+partition's newest segment when it first appends to it.
 """
 
 from __future__ import annotations
@@ -25,22 +43,35 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pyarrow as pa
 
 from streamwrite._io import fsync_directory
 from streamwrite.encryption import FileEncryption
-from streamwrite.errors import CorruptFileError, StreamwriteError, StreamwriteIOError
+from streamwrite.errors import ConfigError, CorruptFileError, StreamwriteError, StreamwriteIOError
 from streamwrite.format._sidecar_header import read_header
 from streamwrite.format.sidecar import read_footer_at
 from streamwrite.layout.actions import LiveFileName
-from streamwrite.layout.txn import TxnRecord, segment_number
+from streamwrite.layout.partitioning import check_timestamp_field, partition_name
+from streamwrite.layout.txn import (
+    DATA_FILE,
+    FORMAT_VERSION,
+    PENDING_DATA_FILE,
+    RETIRED_DATA_FILE,
+    TxnRecord,
+    segment_number,
+)
 from streamwrite.live import LiveFile
+from streamwrite.schema import decode_arrow_schema
 
 __all__ = [
     "LOCK_FILE",
     "TableLock",
     "delete_segment",
+    "migrate_layout",
+    "publish_pending",
     "recover_segments",
+    "retire_segments",
     "segment_numbers",
     "sweep_retired",
 ]
@@ -84,6 +115,86 @@ def delete_segment(directory: Path) -> None:
         fsync_directory(directory.parent)
 
 
+def _rename(source: Path, target: Path) -> None:
+    """Rename within one directory and make it durable."""
+    try:
+        os.rename(source, target)
+        fsync_directory(target.parent)
+    except OSError as exc:
+        raise StreamwriteIOError(
+            f"Renaming {str(source)!r} to {target.name!r} failed: {exc}."
+        ) from exc
+
+
+def publish_pending(directory: Path) -> None:
+    """Give a merged segment's data file its published name (``_data.pending`` ->
+    ``data.parquet``), durably: the step before the ``_txn`` swap that lists it."""
+    _rename(directory / PENDING_DATA_FILE, directory / DATA_FILE)
+
+
+def retire_segments(path: Path, paths: list[str]) -> None:
+    """Move the data of retired segments (``partition/segment`` of table ``path``) out of
+    every engine's reach (``data.parquet`` -> ``_data.retired``), durably; segments already
+    retired are skipped (idempotent)."""
+    for name in paths:
+        directory = path / name
+        if (directory / DATA_FILE).exists():
+            _rename(directory / DATA_FILE, directory / RETIRED_DATA_FILE)
+
+
+def migrate_layout(path: Path, record: TxnRecord) -> TxnRecord:
+    """Migrate a format-2 table to the Hive-style partition directories of format 3 (steps
+    and crash rules in the module docstring); a format-3 record is returned as it is.
+
+    Returns:
+        The newest record (published, if it migrated).
+
+    Raises:
+        ConfigError: the schema has a column named like the partition column (the table
+            cannot be migrated; it stays readable, in format 2).
+        CorruptFileError: a partition is there under both names.
+        StreamwriteIOError: a rename or the publish failed (the next open goes on).
+    """
+    if record.format_version == FORMAT_VERSION:
+        return record
+    try:
+        check_timestamp_field(
+            decode_arrow_schema(record.schema), record.timestamp, record.partition_by
+        )
+    except ConfigError as exc:
+        raise ConfigError(
+            f"The table {str(path)!r} (format {record.format_version}) cannot be migrated to the "
+            f"Hive-style partition directories of format {FORMAT_VERSION}: {exc} Read it with "
+            "streamwrite.read_table and write its rows to a new table."
+        ) from exc
+    names = {
+        old: partition_name(record.timestamp, record.partition_by, old) for old in record.partitions
+    }
+    for old, new in sorted(names.items()):
+        if old == new:
+            continue
+        source, target = path / old, path / new
+        if source.exists() and target.exists():
+            raise CorruptFileError(
+                f"The partition {old!r} of {str(path)!r} is there under both its old name and "
+                f"its new one {new!r}; move the segments of one into the other by hand.",
+                0,
+            )
+        if source.exists():
+            try:
+                os.rename(source, target)
+            except OSError as exc:
+                raise StreamwriteIOError(
+                    f"Renaming the partition {str(source)!r} to {new!r} failed: {exc}."
+                ) from exc
+    fsync_directory(path)
+    from streamwrite._table_state import write_txn  # it imports compaction, which imports us
+
+    migrated = record.renamed(names)
+    write_txn(path, migrated)
+    return migrated
+
+
 def _committed_size(directory: Path) -> int | None:
     """The committed ``data.parquet`` size named by a segment's ``_pm``, None if unreadable."""
     try:
@@ -96,6 +207,17 @@ def _committed_size(directory: Path) -> int | None:
         return None
 
 
+def _is_clean(directory: Path, listed: int) -> bool:
+    """The segment's ``_pm`` names its listed size and ``data.parquet`` ends there: no torn
+    tail (an append killed after writing its footer to ``data.parquet`` leaves one that
+    engines reading the file from its end would take for the newest commit)."""
+    try:
+        size = (directory / DATA_FILE).stat().st_size
+    except OSError:
+        return False
+    return size == listed and _committed_size(directory) == listed
+
+
 async def _open_at(
     directory: Path,
     listed: int,
@@ -104,7 +226,7 @@ async def _open_at(
     encryption: FileEncryption | None,
 ) -> LiveFile:
     """Open a listed segment and bring it back to its ``_txn`` size."""
-    if not (directory / LiveFileName.DATA.value).exists():
+    if not (directory / DATA_FILE).exists():
         raise CorruptFileError(f"The segment {str(directory)!r} listed in _txn is missing.", 0)
     live = await LiveFile.open(directory, schema, encryption=encryption, **write_options)
     try:
@@ -129,10 +251,17 @@ async def recover_segments(
     schema: pa.Schema,
     write_options: dict[str, Any],
     encryption: FileEncryption | None,
-) -> None:
-    """Apply the recovery rules of the module docstring. Segments whose ``_pm`` names their
-    listed size are left closed; the others are opened (recovered), rolled back, closed."""
+) -> TxnRecord:
+    """Migrate a format-2 table, then apply the recovery rules of the module docstring.
+    Segments whose ``_pm`` names their listed size are left closed; the others are opened
+    (recovered), rolled back, closed.
+
+    Returns:
+        The newest record (a migration publishes one).
+    """
+    record = await anyio.to_thread.run_sync(migrate_layout, path, record)
     retired = {r.path for r in record.retired}
+    await anyio.to_thread.run_sync(retire_segments, path, sorted(retired))
     for child in sorted(p for p in path.iterdir() if p.is_dir() and p.name[0] not in "._"):
         segments = record.partitions.get(child.name)
         if segments is None:  # only unpublished segments
@@ -145,7 +274,7 @@ async def recover_segments(
                 delete_segment(entry)
         for segment in segments:
             directory = child / segment.name
-            if _committed_size(directory) != segment.size:
+            if not _is_clean(directory, segment.size):
                 live = await _open_at(directory, segment.size, schema, write_options, encryption)
                 await live.close()
     missing = [name for name in record.partitions if not (path / name).is_dir()]
@@ -160,6 +289,7 @@ async def recover_segments(
             path / newest / segment.name, segment.size, schema, write_options, encryption
         )
         await live.close()
+    return record
 
 
 def sweep_retired(

@@ -5,6 +5,14 @@ segment it lists until :meth:`TableSnapshot.release` (or the end of its ``with``
 garbage collection). Compaction deletes a retired segment only when no pin of this process
 holds it and the table's grace period (for readers in other processes, which cannot pin) has
 passed since it was retired. Snapshots from :func:`read_snapshot` pin nothing.
+
+Where a segment's data is (``layout/txn.py``): ``data.parquet`` while it is listed, then
+``_data.retired`` once compaction retired it, until it is deleted. A snapshot's segments may
+be retired (and their data file renamed) at any moment while it is read, and a rename never
+goes back, so :func:`open_segment_data` tries ``data.parquet`` first and then the retired
+name: whichever it opens stays readable through the open file, even if it is renamed or
+deleted afterwards. :func:`segment_data_path` answers the same question as a path (for
+readers that open by name: try again on ``FileNotFoundError``).
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ import weakref
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import anyio
 import pyarrow as pa
@@ -21,8 +30,16 @@ import pyarrow as pa
 from streamwrite._io import fsync_directory
 from streamwrite.compaction import CompactionPolicy
 from streamwrite.decryption import DecryptionConfig
-from streamwrite.errors import StreamwriteIOError
-from streamwrite.layout.txn import TXN_FILE, Segment, TxnRecord, decode_txn, encode_txn
+from streamwrite.errors import CorruptFileError, StreamwriteIOError
+from streamwrite.layout.txn import (
+    DATA_FILE,
+    RETIRED_DATA_FILE,
+    TXN_FILE,
+    Segment,
+    TxnRecord,
+    decode_txn,
+    encode_txn,
+)
 from streamwrite.live import EncodedRowGroup, LiveFile
 from streamwrite.schema import decode_arrow_schema
 
@@ -35,7 +52,9 @@ __all__ = [
     "TableSnapshot",
     "Unit",
     "by_segment",
+    "open_segment_data",
     "read_snapshot",
+    "segment_data_path",
     "snapshot_of",
     "write_txn",
 ]
@@ -50,6 +69,50 @@ class TableCommit:
     partitions: dict[str, tuple[Segment, ...]]
     """Every partition's segments and their committed sizes after the commit."""
     skipped: bool = False
+
+
+def _missing(directory: Path) -> CorruptFileError:
+    return CorruptFileError(
+        f"The segment {str(directory)!r} that the table's _txn names has no data file (neither "
+        f"{DATA_FILE} nor {RETIRED_DATA_FILE}): it was deleted, or a retired segment was "
+        "swept after its grace period while this snapshot was read.",
+        0,
+    )
+
+
+def segment_data_path(directory: Path) -> Path:
+    """The data file of the segment in ``directory`` (``table/partition/seg-N``), listed or
+    retired: ``data.parquet``, else ``_data.retired``.
+
+    Returns:
+        The path (it may be renamed from the first to the second name after this returns:
+        open it, and on ``FileNotFoundError`` ask again, or use :func:`open_segment_data`).
+
+    Raises:
+        CorruptFileError: the segment has neither file.
+    """
+    for name in (DATA_FILE, RETIRED_DATA_FILE):
+        if (directory / name).is_file():
+            return directory / name
+    raise _missing(directory)
+
+
+def open_segment_data(directory: Path) -> BinaryIO:
+    """Open the data file of the segment in ``directory``, listed or retired (race-free: a
+    retire renames ``data.parquet`` to ``_data.retired``, never back).
+
+    Returns:
+        The file, open for binary reading (the caller closes it).
+
+    Raises:
+        CorruptFileError: the segment has neither file.
+    """
+    for name in (DATA_FILE, RETIRED_DATA_FILE):
+        try:
+            return open(directory / name, "rb")
+        except FileNotFoundError:
+            continue
+    raise _missing(directory)
 
 
 class PinRegistry:
@@ -107,20 +170,32 @@ class TableSnapshot:
             weakref.finalize(self, self._pin.release)
 
     def data_files(self) -> list[Path]:
-        """The ``data.parquet`` path of each segment (read each only up to its size)."""
-        return [self.path / name / "data.parquet" for name, _ in self.files]
+        """The data file of each segment now (``data.parquet``, or ``_data.retired`` for a
+        segment compaction retired since; read each only up to its size): see
+        :func:`segment_data_path`.
+
+        Raises:
+            CorruptFileError: a segment has no data file.
+        """
+        return [segment_data_path(self.path / name) for name, _ in self.files]
 
     def read(
         self, columns: list[str] | None = None, *, decryption: DecryptionConfig | None = None
     ) -> pa.Table:
         """Returns: the rows of this version, partitions in order (``decryption`` holds the
-        keys of an encrypted table)."""
+        keys of an encrypted table).
+
+        Raises:
+            CorruptFileError: a segment is missing, or damaged (as :func:`read_table`).
+        """
         from streamwrite.reader import read_table
 
-        tables = [
-            read_table(self.path / name, snapshot=size, columns=columns, decryption=decryption)
-            for name, size in self.files
-        ]
+        tables = []
+        for name, size in self.files:
+            with open_segment_data(self.path / name) as data:
+                tables.append(
+                    read_table(data, snapshot=size, columns=columns, decryption=decryption)
+                )
         if not tables:
             schema = decode_arrow_schema(decode_txn((self.path / TXN_FILE).read_bytes()).schema)
             return (

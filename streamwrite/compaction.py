@@ -22,21 +22,28 @@ Decision, per partition (:func:`plan_partition`, shown by ``Table.compaction_sta
 Steps of one compaction (each a kill point the crash test covers)::
 
     plan        under the buffer lock: seal the newest segment if it is eligible
-    write       new segment seg-N (a live file) in the partition (_compaction_merge.py): row
-                groups at the target size are copied raw (unencrypted, no decoding), runs of
-                small ones are decoded and re-encoded by the table's executor (optionally
-                sorted by the designated timestamp); encrypted segments are always
-                re-encoded, which re-encrypts them under seg-N's own keys and ordinals;
-                committed (fsynced) every COMMIT_BYTES of encoded data and at the end
+    write       new segment seg-N (a live file) in the partition (_compaction_merge.py), its
+                data file named _data.pending (no engine reading the table directory sees
+                it): row groups at the target size are copied raw (unencrypted, no
+                decoding), runs of small ones are decoded and re-encoded by the table's
+                executor (optionally sorted by the designated timestamp); encrypted segments
+                are always re-encoded, which re-encrypts them under seg-N's own keys and
+                ordinals; committed (fsynced) every COMMIT_BYTES of encoded data and at the end
+    publish     rename seg-N/_data.pending to data.parquet (directory fsynced)
     swap        under the commit lock: a new _txn lists seg-N in place of the run and retires
-                the run's segments with the time: the switch is atomic for readers
+                the run's segments with the time: the switch is atomic for readers of _txn
+    retire      rename each retired segment's data.parquet to _data.retired (directory
+                fsynced): engines reading the directory no longer see it, pinned snapshots
+                still read it (streamwrite._table_state.open_segment_data)
     sweep       retired segments past grace_seconds that no snapshot of this process pins
                 are deleted, then a _txn without them is published
     done
 
 A crash before the swap leaves seg-N unpublished (reopening deletes it); after it, the old
-segments are retired and swept later. Readers of other processes that read a snapshot taken
-before the swap must finish within ``grace_seconds``.
+segments are retired (reopening finishes their renames) and swept later. Between ``publish``
+and ``retire`` an engine reading the table directory sees both the run and seg-N (the swap
+is in flight): read through a snapshot then. Readers of other processes that read a snapshot
+taken before the swap must finish within ``grace_seconds``.
 """
 
 from __future__ import annotations
@@ -51,7 +58,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from streamwrite._compaction_merge import Merger, merge_segment
-from streamwrite._table_open import delete_segment
+from streamwrite._table_open import delete_segment, publish_pending, retire_segments
 from streamwrite.errors import ConfigError, CorruptFileError
 from streamwrite.format.sidecar import read_sidecar
 from streamwrite.layout.actions import LiveFileName
@@ -76,9 +83,9 @@ __all__ = [
 ]
 
 StepHook = Callable[[str], None]
-"""Called with the name of each compaction step as it starts: ``write``, ``swap``, ``sweep``,
-``done`` (the crash test kills the process there)."""
-STEPS = ("write", "swap", "sweep", "done")
+"""Called with the name of each compaction step as it starts: ``write``, ``publish``,
+``swap``, ``retire``, ``sweep``, ``done`` (the crash test kills the process there)."""
+STEPS = ("write", "publish", "swap", "retire", "sweep", "done")
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,7 +276,7 @@ async def compact_partition(
     infos = [info for info in status.segments if info.name in status.merge]
     target_rows = _target_rows(table, policy)
     step("write")
-    live = await table.new_segment(partition)
+    live = await table.new_segment(partition, pending=True)
     small_rows = policy.small_fraction * target_rows
     attempted = False  # the swap was tried: _txn may list the new segment now
     try:
@@ -288,6 +295,8 @@ async def compact_partition(
                     table.decryption,
                 )
             size = await merger.finish(table.timestamp)
+        step("publish")
+        await anyio.to_thread.run_sync(publish_pending, live.path)
         step("swap")
         merged = Segment(live.path.name, size)
         attempted = True
@@ -297,6 +306,9 @@ async def compact_partition(
             await live.close()
             if not attempted:  # never listed in _txn: nobody can read it
                 await anyio.to_thread.run_sync(delete_segment, live.path)
+    step("retire")
+    retired = [f"{partition}/{name}" for name in status.merge]
+    await anyio.to_thread.run_sync(retire_segments, table.path, retired)
     step("sweep")
     await table.sweep_retired(policy.grace_seconds)
     step("done")

@@ -245,6 +245,7 @@ class LiveFile:
         encryption: FileEncryption | None = None,
         decryption: DecryptionConfig | None = None,
         _action_hook: ActionHook | None = None,
+        _data_file: str = LiveFileName.DATA.value,
         **write_options: Any,
     ) -> LiveFile:
         """Create the live file at ``path`` (a directory), or reopen it after recovering.
@@ -271,7 +272,7 @@ class LiveFile:
         directory = Path(path)
         keys = LiveKeys.of(encryption, decryption)
         return await anyio.to_thread.run_sync(
-            cls._open_sync, directory, schema, write_options, _action_hook, keys
+            cls._open_sync, directory, schema, write_options, _action_hook, keys, _data_file
         )
 
     @classmethod
@@ -282,11 +283,12 @@ class LiveFile:
         write_options: dict[str, Any],
         hook: ActionHook | None,
         keys: LiveKeys | None,
+        data_file: str,
     ) -> LiveFile:
-        exists = (directory / LiveFileName.DATA.value).exists()
+        exists = (directory / data_file).exists()
         if not exists:
             directory.mkdir(parents=True, exist_ok=True)
-        io = LiveFileIO(directory, create=True, hook=hook)
+        io = LiveFileIO(directory, create=True, hook=hook, data_file=data_file)
         try:
             if exists and not _never_committed(io, keys):
                 return cls._reopen(directory, io, schema, write_options, keys)

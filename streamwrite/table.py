@@ -221,7 +221,7 @@ async def _open_locked(
                 f"{record.timestamp!r}; it cannot change to {partition_by!r} on {timestamp!r}."
             )
         schema = stored
-        await recover_segments(directory, record, schema, write_options, encryption)
+        record = await recover_segments(directory, record, schema, write_options, encryption)
     else:
         if schema is None:
             raise ConfigError(f"A new table at {str(directory)!r} needs a schema.")

@@ -19,6 +19,7 @@ import pytest
 
 import streamwrite
 from streamwrite._table_open import sweep_retired
+from streamwrite._table_state import segment_data_path
 from streamwrite.cli import main as cli_main
 from streamwrite.compaction import CompactionPolicy, SegmentInfo, plan_partition
 from streamwrite.crypto import ExplicitKeys
@@ -240,7 +241,12 @@ def test_row_groups_at_the_target_size_are_copied_raw(tmp_path: Path) -> None:
     merged = path / "all" / result.segment.name
     report = verify_file(merged)
     assert report.ok, report.problems
-    with ParquetFile(merged) as pf, ParquetFile(path / "all" / "seg-000002") as source:
+    with (
+        ParquetFile(merged) as pf,
+        ParquetFile(
+            segment_data_path(path / "all" / "seg-000002")  # retired: _data.retired
+        ) as source,
+    ):
         assert [rg.num_rows for rg in pf.thrift_metadata.row_groups or []] == [
             12_000, 10_000, 10_000, 10_000, 10_000, 1000,
         ]  # fmt: skip

@@ -47,9 +47,9 @@ def test_txn_record_round_trips_and_detects_damage() -> None:
         schema="x",
         timestamp="ts",
         partition_by="day",
-        partitions={"1970-01-01": (Segment("seg-000000", 123), Segment("seg-000002", 99))},
+        partitions={"ts_day=1970-01-01": (Segment("seg-000000", 123), Segment("seg-000002", 99))},
         applied={"job": 7},
-        retired=(Retired("1970-01-01/seg-000001", 1795000000.5),),
+        retired=(Retired("ts_day=1970-01-01/seg-000001", 1795000000.5),),
     )
     data = encode_txn(record)
     assert decode_txn(data) == record
@@ -61,9 +61,9 @@ def test_txn_record_round_trips_and_detects_damage() -> None:
         decode_txn(b"{not json")
     for bad in (
         replace(record, partitions={"../x": (Segment("seg-000000", 1),)}),
-        replace(record, partitions={"1970-01-01": (Segment("../../etc", 1),)}),
+        replace(record, partitions={"ts_day=1970-01-01": (Segment("../../etc", 1),)}),
         replace(record, partitions={"d": (Segment("seg-000000", 1), Segment("seg-000000", 2))}),
-        replace(record, retired=(Retired("1970-01-01/../../x", 0.0),)),
+        replace(record, retired=(Retired("ts_day=1970-01-01/../../x", 0.0),)),
     ):
         with pytest.raises(streamwrite.CorruptFileError, match=r"not allowed|bad or repeated"):
             decode_txn(encode_txn(bad))
@@ -97,11 +97,11 @@ def test_rows_route_to_partitions_and_read_back(tmp_path: Path) -> None:
         commit = await table.flush()
         assert commit is not None and commit.num_rows == 1500
         assert sorted(commit.partitions) == [
-            "1970-01-01",
-            "1970-01-02",
-            "1970-01-03",
-            "1970-01-04",
-            "1970-01-05",
+            "ts_day=1970-01-01",
+            "ts_day=1970-01-02",
+            "ts_day=1970-01-03",
+            "ts_day=1970-01-04",
+            "ts_day=1970-01-05",
         ]
         await table.close()
 
@@ -113,7 +113,9 @@ def test_rows_route_to_partitions_and_read_back(tmp_path: Path) -> None:
             (segment,) = part.iterdir()  # 5 row groups or fewer: one segment
             days = pc.unique(pc.floor_temporal(streamwrite.read_table(segment)["ts"], unit="day"))
             assert len(days) == 1 and str(days[0].value // DAY_NS) == str(
-                (np.datetime64(part.name) - np.datetime64("1970-01-01")).astype(int)
+                (
+                    np.datetime64(part.name.removeprefix("ts_day=")) - np.datetime64("1970-01-01")
+                ).astype(int)
             )
 
 

@@ -199,13 +199,13 @@ def test_reopening_opens_no_segment_until_its_partition_is_written(tmp_path: Pat
         table = await open_table(path, **options)
         assert open_fds() - before <= 3  # the lock (and a moment's file), not 2 per partition
         await table.append(data.slice(5, 1), app_id="a", batch_id=1)
-        assert [s.name for s in table.record.partitions["1970-01-06"]] == ["seg-000000"]
+        assert [s.name for s in table.record.partitions["ts_day=1970-01-06"]] == ["seg-000000"]
         await table.close()
 
     _run(go)
     got = streamwrite.read_table(path)
     assert got.num_rows == 201
-    assert streamwrite.read_table(path / "1970-01-06" / "seg-000000").num_rows == 2
+    assert streamwrite.read_table(path / "ts_day=1970-01-06" / "seg-000000").num_rows == 2
 
 
 def test_reading_a_partition_directory_says_to_read_the_table(tmp_path: Path) -> None:

@@ -2,11 +2,26 @@
 
 A table is a directory of partitions; a partition is a directory of **segments**, each a live
 file (``data.parquet`` + ``_pm``) in its own subdirectory; ``_txn`` is the table's commit
-point::
+point. Partition directories are named Hive-style, ``<timestamp>_<partition_by>=<value>``
+(:mod:`streamwrite.layout.partitioning`), so that Spark, DuckDB, pyarrow and polars discover
+the partition column; an unpartitioned table has the one partition ``all``::
 
     table/_txn
-    table/2026-11-22/seg-000000/{data.parquet,_pm}     sealed (full, or merged by compaction)
-    table/2026-11-22/seg-000003/{data.parquet,_pm}     the newest segment: appends go here
+    table/_lock
+    table/ts_day=2026-11-22/seg-000000/{data.parquet,_pm}       sealed (full, or merged)
+    table/ts_day=2026-11-22/seg-000003/{data.parquet,_pm}       the newest: appends go here
+    table/ts_day=2026-11-22/seg-000001/{_data.retired,_pm}      retired by compaction
+    table/ts_day=2026-11-22/seg-000004/{_data.pending,_pm}      being merged, unpublished
+
+Every name but the published segments' ``data.parquet`` starts with ``_`` (or ``.``) and does
+not end in ``.parquet``: Spark and pyarrow skip names starting with ``_`` and ``.``, and
+DuckDB's and polars' ``**/*.parquet`` globs (which do descend into such directories) match no
+other file, so reading the table directory directly gives exactly the committed rows whenever
+no append and no compaction swap is in flight. The data file of a segment moves one way only::
+
+    _data.pending --(rename, before the _txn swap)--> data.parquet
+    data.parquet  --(rename, after the _txn swap that retires it)--> _data.retired
+    _data.retired --(deleted with its segment directory, after the grace period)
 
 Appends go to a partition's newest segment; once it holds ``segment_row_groups`` row groups
 the next row group starts a new segment, so footers (rewritten at every commit) and the dead
@@ -17,27 +32,35 @@ temporary name, fsynced, renamed over the old one, directory fsynced), so a read
 whole version or the next. Layout (UTF-8 JSON, keys sorted)::
 
     {
-      "format": "streamwrite.txn",        "format_version": 2,
+      "format": "streamwrite.txn",        "format_version": 3,
       "version": 12,                      every table commit adds one
       "schema": "<base64>",               the table's Arrow schema (as ARROW:schema)
       "timestamp": "ts" | null,           the designated timestamp column
       "partition_by": "day" | null,       hour | day | month | null (one partition "all")
-      "partitions": {"2026-11-22": [["seg-000000", 123456], ["seg-000003", 4096]], ...},
-                                          each partition's segments in row order, with the
-                                          committed data.parquet size of each
-      "retired": [["2026-11-22/seg-000001", 1795000000.5], ...],
+      "partitions": {"ts_day=2026-11-22": [["seg-000000", 123456], ["seg-000003", 4096]], ...},
+                                          each partition (its directory name) and its
+                                          segments in row order, with the committed
+                                          data.parquet size of each
+      "retired": [["ts_day=2026-11-22/seg-000001", 1795000000.5], ...],
                                           segments replaced by compaction, and when (Unix
                                           seconds): deleted once no reader can need them
       "applied": {"job-1": 17, ...},      highest batch id committed per app id
       "crc32": 3735928559                 CRC32 of the record serialized without this key
     }
 
+Format version 2 named partition directories by their bare value (``2026-11-22``) and kept a
+retired segment's ``data.parquet`` in place. Version 2 records are still read (their
+directory names are their partition names); a writer opening such a table migrates it
+(``streamwrite._table_open``: rename the partition directories, then publish version 3), and
+only version 3 records are written.
+
 Rules: a segment's live file may be ahead of ``_txn`` (its commit happened, the table's did
 not): opening the table rolls it back to the recorded size. A segment behind ``_txn`` or
 missing is damage. A segment directory that ``_txn`` neither lists nor retires was never
-published (a crash while creating it or while compacting) and is deleted on open. A batch
-``(app_id, batch_id)`` with ``batch_id <= applied[app_id]`` is already committed and is
-skipped (the exactly-once pattern of Delta Lake's txnAppId/txnVersion).
+published (a crash while creating it or while compacting) and is deleted on open; a retired
+segment whose data file is still ``data.parquet`` (a crash right after the swap) is retired
+on open. A batch ``(app_id, batch_id)`` with ``batch_id <= applied[app_id]`` is already
+committed and is skipped (the exactly-once pattern of Delta Lake's txnAppId/txnVersion).
 """
 
 from __future__ import annotations
@@ -52,6 +75,11 @@ from typing import Any
 from streamwrite.errors import CorruptFileError
 
 __all__ = [
+    "DATA_FILE",
+    "FORMAT_VERSION",
+    "PENDING_DATA_FILE",
+    "READABLE_FORMAT_VERSIONS",
+    "RETIRED_DATA_FILE",
     "TXN_FILE",
     "Retired",
     "Segment",
@@ -64,7 +92,14 @@ __all__ = [
 
 TXN_FILE = "_txn"
 FORMAT = "streamwrite.txn"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+READABLE_FORMAT_VERSIONS = (2, 3)
+DATA_FILE = "data.parquet"
+"""The data file of a published (listed) segment."""
+PENDING_DATA_FILE = "_data.pending"
+"""The data file of a merged segment compaction is writing (no engine's listing sees it)."""
+RETIRED_DATA_FILE = "_data.retired"
+"""The data file of a segment compaction retired (pinned readers still read it)."""
 _SEGMENT = re.compile(r"seg-(\d{6,})")
 _PARTITION = re.compile(r"[A-Za-z0-9+-][A-Za-z0-9_.=+-]*")
 
@@ -108,6 +143,8 @@ class TxnRecord:
     partitions: dict[str, tuple[Segment, ...]] = field(default_factory=dict)
     applied: dict[str, int] = field(default_factory=dict)
     retired: tuple[Retired, ...] = ()
+    format_version: int = FORMAT_VERSION
+    """3; 2 for a record read from a table not migrated yet (partitions named by value)."""
 
     def is_applied(self, app_id: str, batch_id: int) -> bool:
         """True when ``(app_id, batch_id)`` was committed before (or an earlier batch id)."""
@@ -173,6 +210,30 @@ class TxnRecord:
             retired=retired,
         )
 
+    def find_partition(self, name: str) -> str | None:
+        """The partition ``name`` designates: a partition name (``ts_day=2026-11-22``), or
+        the bare value of one (``2026-11-22``); None if there is none."""
+        if name in self.partitions:
+            return name
+        matches = [p for p in self.partitions if p.partition("=")[2] == name]
+        return matches[0] if len(matches) == 1 else None
+
+    def renamed(self, names: Mapping[str, str]) -> TxnRecord:
+        """The following version in the current format, with partitions renamed
+        (``names``: old name -> new name; others keep theirs), retired paths too."""
+
+        def rename(path: str) -> str:
+            partition, _, segment = path.partition("/")
+            return f"{names.get(partition, partition)}/{segment}"
+
+        return replace(
+            self,
+            version=self.version + 1,
+            format_version=FORMAT_VERSION,
+            partitions={names.get(p, p): segments for p, segments in self.partitions.items()},
+            retired=tuple(Retired(rename(r.path), r.since) for r in self.retired),
+        )
+
     def without_retired(self, paths: Iterable[str]) -> TxnRecord:
         """The following version, forgetting retired segments that were deleted."""
         gone = set(paths)
@@ -186,7 +247,7 @@ class TxnRecord:
 def _body(record: TxnRecord) -> dict[str, Any]:
     return {
         "format": FORMAT,
-        "format_version": FORMAT_VERSION,
+        "format_version": record.format_version,
         "version": record.version,
         "schema": record.schema,
         "timestamp": record.timestamp,
@@ -205,7 +266,16 @@ def _dumps(body: dict[str, Any]) -> bytes:
 
 
 def encode_txn(record: TxnRecord) -> bytes:
-    """Returns: the ``_txn`` file contents for ``record``."""
+    """Returns: the ``_txn`` file contents for ``record``.
+
+    Raises:
+        ValueError: ``record`` is in an older format (migrate it with :meth:`TxnRecord.renamed`).
+    """
+    if record.format_version != FORMAT_VERSION:
+        raise ValueError(
+            f"A _txn record of format version {record.format_version} is never written; "
+            f"migrate it to version {FORMAT_VERSION} first."
+        )
     body = _body(record)
     body["crc32"] = zlib.crc32(_dumps(body))
     return json.dumps(body, sort_keys=True, indent=1).encode() + b"\n"
@@ -224,9 +294,11 @@ def decode_txn(data: bytes) -> TxnRecord:
         body = json.loads(data)
         if not isinstance(body, dict) or body.get("format") != FORMAT:
             raise ValueError("not a streamwrite.txn record")
-        if body.get("format_version") != FORMAT_VERSION:
+        format_version = body.get("format_version")
+        if format_version not in READABLE_FORMAT_VERSIONS:
             raise ValueError(
-                f"format_version {body.get('format_version')!r} is not {FORMAT_VERSION}"
+                f"format_version {format_version!r} is not one of {READABLE_FORMAT_VERSIONS} "
+                "(a newer streamwrite wrote it?)"
             )
         crc = body.pop("crc32")
         if zlib.crc32(_dumps(body)) != crc:
@@ -242,6 +314,7 @@ def decode_txn(data: bytes) -> TxnRecord:
             },
             applied={str(k): int(v) for k, v in body["applied"].items()},
             retired=tuple(Retired(str(path), float(since)) for path, since in body["retired"]),
+            format_version=int(format_version),
         )
         _check(record)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -265,3 +338,10 @@ def _check(record: TxnRecord) -> None:
         partition, _, name = retired.path.partition("/")
         if not _PARTITION.fullmatch(partition) or segment_number(name) is None:
             raise ValueError(f"the retired path {retired.path!r} is not allowed")
+    if record.format_version >= 3:
+        prefix = f"{record.timestamp}_{record.partition_by}="
+        for partition in record.partitions:
+            if record.partition_by is None and partition != "all":
+                raise ValueError(f"the partition name {partition!r} of an unpartitioned table")
+            if record.partition_by is not None and not partition.startswith(prefix):
+                raise ValueError(f"the partition name {partition!r} does not start with {prefix}")

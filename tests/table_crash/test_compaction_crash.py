@@ -1,9 +1,11 @@
 """Crash tests for compaction: SIGKILL a compacting process at every step, and at random while
 ingest runs, then check that nothing was lost, repeated or mixed.
 
-Compaction steps (``streamwrite.compaction.STEPS``) are ``write`` (the merged segment),
-``swap`` (a ``_txn`` lists it and retires the run it replaces), ``sweep`` (retired segments are
-deleted) and ``done``. The children are ``_compact_child.py``, each in its own process group.
+Compaction steps (``streamwrite.compaction.STEPS``) are ``write`` (the merged segment, under
+``_data.pending``), ``publish`` (renamed to ``data.parquet``), ``swap`` (a ``_txn`` lists it and
+retires the run it replaces), ``retire`` (the run's ``data.parquet`` files are renamed to
+``_data.retired``), ``sweep`` (retired segments are deleted) and ``done``. The children are
+``_compact_child.py``, each in its own process group.
 
 ``test_sigkill_at_every_compaction_step``: a table of batches ``BATCHES`` (three day partitions
 of many two-row-group segments of row groups of 40 rows or fewer) is built once, and a reference
@@ -15,7 +17,7 @@ each kill:
 
 - each partition of ``_txn`` is exactly as before compaction or exactly as in the reference
   (merged segment in place of the run), and it is the one the hook's lines imply: compacted
-  once the ``sweep`` line of that partition was written, as before if its ``swap`` line was not
+  once the ``retire`` line of that partition was written, as before if its ``swap`` line was not
   (either after a parent kill between the two); ``retired`` names exactly the run of a partition
   killed between its swap and its sweep;
 - on disk, every listed segment is there, and any other segment directory is retired or is the
@@ -23,8 +25,11 @@ each kill:
 - pyarrow (page checksums verified) reads each listed segment's committed prefix, and
   ``streamwrite.read_table`` reads the table: both give the rows of before, sorted by
   ``(batch_id, row)``, each row in the partition of its day;
-- reopening with a long grace period deletes unpublished segments, keeps retired ones and
-  leaves ``_txn`` alone; reopening with ``grace_seconds=0`` sweeps them, and ``compact()`` runs to
+- reopening with a long grace period deletes unpublished segments, keeps retired ones (their
+  data renamed to ``_data.retired``, also when the kill came before the ``retire`` step was
+  done) and leaves ``_txn`` alone, and ``pyarrow.parquet.read_table`` of the table directory
+  (Hive partitions, as engines read it) gives exactly the rows of before; reopening with
+  ``grace_seconds=0`` sweeps them, and ``compact()`` runs to
   ``done`` for every partition: no segment of a reference run is listed any more, nothing is
   retired or left on disk beyond the listed segments, and the rows are still those of before.
 
@@ -208,6 +213,15 @@ def sorted_rows(table: pa.Table) -> pa.Table:
     return table.sort_by([("batch_id", "ascending"), ("row", "ascending")])
 
 
+def read_directory(directory: Path) -> pa.Table:
+    """The table directory read as an engine reads it (``pq.read_table``: Hive partitions,
+    ``_``-prefixed names skipped), without the partition column, sorted by ``(batch_id, row)``."""
+    rows = pq.read_table(directory, page_checksum_verification=True)
+    days = pc.strftime(rows.column("ts"), format="%Y-%m-%d")
+    assert rows.column("ts_day").cast(pa.string()).equals(days), "rows in the wrong partition"
+    return sorted_rows(rows.drop_columns(["ts_day"]))
+
+
 def read_rows(directory: Path, record: TxnRecord) -> pa.Table:
     """The rows of ``record``: pyarrow reads each listed segment's committed prefix (page
     checksums verified; each row must sit in the partition of its day), and must agree with
@@ -219,7 +233,8 @@ def read_rows(directory: Path, record: TxnRecord) -> pa.Table:
         assert len(data) == size, f"segment {name} is shorter than its _txn size {size}"
         part = pq.read_table(pa.BufferReader(data), page_checksum_verification=True)
         days = pc.strftime(part.column("ts"), format="%Y-%m-%d").unique().to_pylist()
-        assert days in ([], [name.split("/")[0]]), f"segment {name} holds rows of {days}"
+        partition = name.split("/")[0].removeprefix("ts_day=")
+        assert days in ([], [partition]), f"segment {name} holds rows of {days}"
         parts.append(part)
     rows = pa.concat_tables(parts) if parts else SCHEMA.empty_table()
     ours = streamwrite.read_table(directory)
@@ -361,7 +376,7 @@ def check_step_kill(
     for i, partition in enumerate(ref.partitions):
         got = record.partitions[partition]
         old, new = before.partitions[partition], ref.record.partitions[partition]
-        if ("sweep", i) in printed:
+        if ("retire", i) in printed:
             assert got == new, f"{where}: {partition} is not compacted: {got}"
             if ("done", i) not in printed:
                 maybe_retired |= ref.runs[i]
@@ -384,8 +399,9 @@ def check_step_kill(
     assert extra <= retired(record) | maybe_unpublished, f"{where}: stray segments {extra}"
     if exact:
         (step, i) = report.steps[-1]
-        assert retired(record) == (ref.runs[i] if step == "sweep" else set()), where
-        assert extra == (retired(record) | ({ref.merged[i]} if step == "swap" else set())), (
+        assert retired(record) == (ref.runs[i] if step in ("retire", "sweep") else set()), where
+        unpublished = {ref.merged[i]} if step in ("publish", "swap") else set()
+        assert extra == retired(record) | unpublished, (
             f"{where}: on disk beyond the listed segments: {extra}"
         )
     stats.unpublished += bool(extra - retired(record))
@@ -401,6 +417,9 @@ def check_step_kill(
     assert kept == listed(record) | (retired(record) & on_disk), (
         f"{where}: after reopening within the grace period: {kept}, before: {on_disk}"
     )
+    for name in retired(record) & on_disk:
+        assert not (directory / name / "data.parquet").exists(), f"{where}: {name} not retired"
+    assert read_directory(directory).equals(rows_before), f"{where}: engines read other rows"
 
     opened, on_disk = anyio.run(reopen_and_compact, directory)
     assert not opened.retired and on_disk == listed(opened), f"{where}: {opened.retired} kept"
@@ -584,6 +603,9 @@ def test_sigkill_ingest_and_compaction_at_random_moments(tmp_path: Path) -> None
                     "beyond the listed segments"
                 )
                 check_batches(read_rows(directory, record), applied, f"{where}, reopened")
+                assert read_directory(directory).equals(read_rows(directory, record)), (
+                    f"{where}: engines read the reopened table directory differently"
+                )
             known = applied
 
             if known >= MAX_BATCH:

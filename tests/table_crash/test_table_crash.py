@@ -25,9 +25,10 @@ What the parent checks after each kill:
   committed batch is present with all its rows once, nothing beyond it, never part of a batch;
   every row sits in the partition of its day; streamwrite's ``read_snapshot`` reads the same rows;
 - on even kills the parent reopens the table (``open_table``: partitions ahead of ``_txn`` are
-  rolled back), checks every partition is back at its ``_txn`` size, and replays every batch id
-  ``0..applied``: each append is skipped and adds nothing. On odd kills the rollback is left to the
-  next child.
+  rolled back), checks every partition is back at its ``_txn`` size and ``pq.read_table`` of the
+  table directory (as engines read it: Hive partitions, no torn tail left) gives the committed
+  rows, and replays every batch id ``0..applied``: each append is skipped and adds nothing. On odd
+  kills the rollback is left to the next child.
 
 ``STREAMWRITE_TABLE_CRASH_KILLS`` sets the number of kills (20 for CI, large nightly);
 ``STREAMWRITE_TABLE_CRASH_SEED`` replays a run (the seed is printed).
@@ -179,7 +180,7 @@ def read_committed(directory: Path, record: TxnRecord) -> pa.Table:
         assert len(data) == size, name
         part = pq.read_table(pa.BufferReader(data), page_checksum_verification=True)
         days = pc.strftime(part.column("ts"), format="%Y-%m-%d").unique().to_pylist()
-        partition = name.split("/")[0]
+        partition = name.split("/")[0].removeprefix("ts_day=")
         assert days in ([], [partition]), f"segment {name} holds rows of {days}"
         parts.append(part)
     table = pa.concat_tables(parts) if parts else make_batch(0).schema.empty_table()
@@ -239,6 +240,13 @@ def reopen_and_replay(directory: Path, record: TxnRecord, applied: int) -> None:
         assert recover(directory / name, apply=False).current.parquet_size == size, name
     on_disk = {f"{p.parent.name}/{p.name}" for p in directory.glob("*/seg-*")}
     assert on_disk == {name for name, _ in record.files()}, "unpublished segments survived"
+    rows = pq.read_table(directory, page_checksum_verification=True)
+    days = pc.strftime(rows.column("ts"), format="%Y-%m-%d")
+    assert rows.column("ts_day").cast(pa.string()).equals(days), "rows in the wrong partition"
+    by_batch = rows.drop_columns(["ts_day"]).sort_by(
+        [("batch_id", "ascending"), ("row", "ascending")]
+    )
+    assert by_batch.equals(read_committed(directory, record)), "engines read other rows"
 
 
 @pytest.mark.timeout(max(300, 6 * KILLS))
