@@ -26,7 +26,7 @@ from streamwrite.crypto import ExplicitKeys
 from streamwrite.decryption import DecryptionConfig
 from streamwrite.encryption import FileEncryption
 from streamwrite.errors import ConfigError
-from streamwrite.layout.txn import TXN_FILE, Retired, TxnRecord, decode_txn
+from streamwrite.layout.txn import TXN_FILE, UNPARTITIONED, Retired, TxnRecord, decode_txn
 from streamwrite.reader import ParquetFile
 from streamwrite.table import open_table
 from streamwrite.testing import reference_table
@@ -238,13 +238,13 @@ def test_row_groups_at_the_target_size_are_copied_raw(tmp_path: Path) -> None:
     (result,) = _run(go)
     assert result.merged == ("seg-000000", "seg-000001", "seg-000002", "seg-000003")
     assert result.raw_row_groups == 4 and result.reencoded_row_groups == 2
-    merged = path / "all" / result.segment.name
+    merged = path / UNPARTITIONED / result.segment.name
     report = verify_file(merged)
     assert report.ok, report.problems
     with (
         ParquetFile(merged) as pf,
         ParquetFile(
-            segment_data_path(path / "all" / "seg-000002")  # retired: _data.retired
+            segment_data_path(path / UNPARTITIONED / "seg-000002")  # retired: _data.retired
         ) as source,
     ):
         assert [rg.num_rows for rg in pf.thrift_metadata.row_groups or []] == [
@@ -305,9 +305,9 @@ def test_encrypted_tables_are_reencrypted_under_the_new_segment_keys(tmp_path: P
     assert result.raw_row_groups == 0 and result.reencoded_row_groups == 2
     decryption = DecryptionConfig(ExplicitKeys(KEYS, "kf", {"price": "k1"}))
     assert streamwrite.read_table(path, decryption=decryption).equals(TABLE.slice(0, 12_000))
-    with ParquetFile(path / "all" / result.segment.name, decryption=decryption) as pf:
+    with ParquetFile(path / UNPARTITIONED / result.segment.name, decryption=decryption) as pf:
         assert [rg.ordinal for rg in pf.thrift_metadata.row_groups or []] == [0, 1]
-    report = verify_file(path / "all" / result.segment.name, decryption=decryption)
+    report = verify_file(path / UNPARTITIONED / result.segment.name, decryption=decryption)
     assert report.ok, report.problems
     with pytest.raises(streamwrite.EncryptionError):
         streamwrite.read_table(path)
@@ -330,7 +330,9 @@ def test_pinned_snapshots_survive_compaction_until_released(tmp_path: Path) -> N
             assert {r.path for r in t.record.retired} == {name for name, _ in old}
             assert all((path / name).exists() for name, _ in old)  # pinned: kept
             assert pinned.read().equals(TABLE.slice(0, 6_000))
-            assert t.snapshot().files == ((f"all/{result.segment.name}", result.segment.size),)
+            assert t.snapshot().files == (
+                (f"{UNPARTITIONED}/{result.segment.name}", result.segment.size),
+            )
             await t.append(TABLE.slice(6_000, 100), app_id="a", batch_id=6)
             assert await t.sweep_retired() == []
             pinned.release()
@@ -415,7 +417,7 @@ def test_a_policy_given_to_compact_sets_its_grace_period(tmp_path: Path) -> None
         async with await open_table(path, **options) as t:
             (result,) = await t.compact(policy=CompactionPolicy(grace_seconds=0))
             assert t.record.retired == ()
-            assert not any((path / "all" / name).exists() for name in result.merged)
+            assert not any((path / UNPARTITIONED / name).exists() for name in result.merged)
 
     _run(go)
 
@@ -436,7 +438,7 @@ def test_close_abandons_a_background_compaction_in_flight(tmp_path: Path) -> Non
 
     compactions = _run(go)
     record = _record(path)
-    assert len(record.partitions["all"]) == (1 if compactions else 10)  # new or old version
-    on_disk = sorted(p.name for p in (path / "all").iterdir())
-    assert on_disk == [s.name for s in record.partitions["all"]]  # no unpublished segment
+    assert len(record.partitions[UNPARTITIONED]) == (1 if compactions else 10)  # new or old version
+    on_disk = sorted(p.name for p in (path / UNPARTITIONED).iterdir())
+    assert on_disk == [s.name for s in record.partitions[UNPARTITIONED]]  # no unpublished segment
     assert streamwrite.read_table(path).equals(data)

@@ -17,6 +17,7 @@ import streamwrite
 from streamwrite._pool import ProcessPool
 from streamwrite.compaction import CompactionPolicy
 from streamwrite.layout.file_writer import chunk_settings
+from streamwrite.layout.txn import UNPARTITIONED
 from streamwrite.options import make_write_options
 from streamwrite.reader import ParquetFile
 from streamwrite.schema import arrow_to_parquet
@@ -95,7 +96,7 @@ def test_pool_and_inline_compaction_write_the_same_row_groups(tmp_path: Path) ->
             if pool is not None:
                 await pool.aclose()
         assert result.reencoded_row_groups == 4 and result.raw_row_groups == 0
-        return path / "all" / result.segment.name
+        return path / UNPARTITIONED / result.segment.name
 
     inline = anyio.run(functools.partial(compact, base, False))
     pooled = anyio.run(functools.partial(compact, tmp_path / "pool", True))

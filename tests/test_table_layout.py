@@ -107,7 +107,7 @@ def test_partition_names_are_hive_style() -> None:
     months = [name for name, _ in split_by_partition(table.slice(0, 1), "ts", "month")]
     assert hours[0].startswith("ts_hour=2026-11-2") and len(hours[0]) == len("ts_hour=") + 13
     assert months == ["ts_month=2026-11"]
-    assert [name for name, _ in split_by_partition(table, None, None)] == ["all"]
+    assert [name for name, _ in split_by_partition(table, None, None)] == ["sw_partition=all"]
 
 
 def test_a_column_named_like_the_partition_column_is_refused(tmp_path: Path) -> None:

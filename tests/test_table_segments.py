@@ -17,7 +17,7 @@ import pytest
 import streamwrite
 import streamwrite._table_core as table_core
 from streamwrite.errors import ConfigError, StreamwriteIOError
-from streamwrite.layout.txn import TXN_FILE, decode_txn
+from streamwrite.layout.txn import TXN_FILE, UNPARTITIONED, decode_txn
 from streamwrite.table import open_table, read_snapshot
 from streamwrite.testing import reference_table
 
@@ -43,22 +43,22 @@ def test_segments_roll_over_and_read_back_in_order(tmp_path: Path) -> None:
                 await table.append(TABLE.slice(200 * i, 200), app_id="a", batch_id=i)
             assert table.metrics.segments_created == 5
             for n in range(4):  # sealed segments are closed: their writer lock is free
-                async with await streamwrite.LiveFile.open(path / "all" / f"seg-{n:06d}"):
+                async with await streamwrite.LiveFile.open(path / UNPARTITIONED / f"seg-{n:06d}"):
                     pass
             with pytest.raises(StreamwriteIOError):  # the newest one is open
-                await streamwrite.LiveFile.open(path / "all" / "seg-000004")
+                await streamwrite.LiveFile.open(path / UNPARTITIONED / "seg-000004")
 
     _run(go)
-    segments = _record(path).partitions["all"]
+    segments = _record(path).partitions[UNPARTITIONED]
     assert [s.name for s in segments] == [f"seg-{n:06d}" for n in range(5)]
     assert streamwrite.read_table(path).equals(TABLE.slice(0, 1400))
     for segment in segments:
-        directory = path / "all" / segment.name
+        directory = path / UNPARTITIONED / segment.name
         md = pq.ParquetFile(pa.BufferReader((directory / "data.parquet").read_bytes())).metadata
         assert md.num_row_groups == (2 if segment is segments[-1] else 3)
         assert (directory / "data.parquet").stat().st_size == segment.size  # sealed: untouched
     snapshot = read_snapshot(path)
-    assert [name for name, _ in snapshot.files] == [f"all/{s.name}" for s in segments]
+    assert [name for name, _ in snapshot.files] == [f"{UNPARTITIONED}/{s.name}" for s in segments]
 
 
 def test_a_commit_spanning_two_segments_rolls_back_whole(tmp_path: Path) -> None:
@@ -78,11 +78,11 @@ def test_a_commit_spanning_two_segments_rolls_back_whole(tmp_path: Path) -> None
         with pytest.raises(StreamwriteIOError, match="injected"):
             await table.append(TABLE.slice(100, 200), app_id="a", batch_id=1)
         monkeypatch.undo()
-        assert (path / "all" / "seg-000001" / "data.parquet").exists()
+        assert (path / UNPARTITIONED / "seg-000001" / "data.parquet").exists()
         await table.close()
         reopened = await open_table(path)
         assert _record(path) == published
-        assert not (path / "all" / "seg-000001").exists()
+        assert not (path / UNPARTITIONED / "seg-000001").exists()
         commit = await reopened.append(TABLE.slice(100, 200), app_id="a", batch_id=1)
         assert commit is not None and not commit.skipped
         await reopened.close()
@@ -119,18 +119,18 @@ def test_snapshot_pins_until_released(tmp_path: Path) -> None:
         async with await open_table(path, TABLE.schema, segment_row_groups=1) as table:
             await table.append(TABLE.slice(0, 10), app_id="a", batch_id=0)
             with table.snapshot() as snapshot:
-                assert table.pins.is_pinned("all/seg-000000")
+                assert table.pins.is_pinned(f"{UNPARTITIONED}/seg-000000")
                 await table.append(TABLE.slice(10, 10), app_id="a", batch_id=1)
                 assert snapshot.read().equals(TABLE.slice(0, 10))
-                assert not table.pins.is_pinned("all/seg-000001")
-            assert not table.pins.is_pinned("all/seg-000000")
+                assert not table.pins.is_pinned(f"{UNPARTITIONED}/seg-000001")
+            assert not table.pins.is_pinned(f"{UNPARTITIONED}/seg-000000")
             dropped = table.snapshot()
-            assert table.pins.is_pinned("all/seg-000001")
+            assert table.pins.is_pinned(f"{UNPARTITIONED}/seg-000001")
             del dropped  # garbage collection releases too
-            assert not table.pins.is_pinned("all/seg-000001")
+            assert not table.pins.is_pinned(f"{UNPARTITIONED}/seg-000001")
 
     _run(go)
-    assert [s.name for s in _record(path).partitions["all"]] == ["seg-000000", "seg-000001"]
+    assert [s.name for s in _record(path).partitions[UNPARTITIONED]] == ["seg-000000", "seg-000001"]
 
 
 def test_a_second_writer_waits_for_the_lock_when_asked(tmp_path: Path) -> None:
@@ -175,7 +175,7 @@ def test_background_commits_lagging_behind_a_roll_over(tmp_path: Path) -> None:
 
     _run(go)
     assert streamwrite.read_table(path).equals(TABLE.slice(0, 2000))
-    assert len(_record(path).partitions["all"]) == 10
+    assert len(_record(path).partitions[UNPARTITIONED]) == 10
 
 
 def test_reopening_opens_no_segment_until_its_partition_is_written(tmp_path: Path) -> None:
@@ -217,5 +217,5 @@ def test_reading_a_partition_directory_says_to_read_the_table(tmp_path: Path) ->
 
     _run(go)
     with pytest.raises(ConfigError, match="partition of a table"):
-        streamwrite.read_table(path / "all")
-    assert streamwrite.read_table(path / "all" / "seg-000000").num_rows == 10
+        streamwrite.read_table(path / UNPARTITIONED)
+    assert streamwrite.read_table(path / UNPARTITIONED / "seg-000000").num_rows == 10

@@ -8,11 +8,18 @@ default of ``pq.read_table``) and polars' ``hive_partitioning`` all understand; 
     hour   ts_hour=2026-11-22T13
     day    ts_day=2026-11-22
     month  ts_month=2026-11
-    None   all             (one partition for the whole table, no partition column)
+    None   sw_partition=all   (one partition for the whole table)
+
+An unpartitioned table has a partition directory too: Spark lists only the files directly in
+the path it reads unless its partition discovery finds ``<column>=<value>`` directories, and a
+segment must be a directory (``data.parquet`` + ``_pm``), so without one
+``spark.read.parquet(table)`` finds no file. Engines that add partition columns add
+``sw_partition`` (always ``"all"``) to such a table's rows.
 
 Engines that add the partition column infer its type from the values: DuckDB and Spark read
 ``ts_day`` as a DATE, the others as text. A schema that already has a column of that name
-(compared case-insensitively, as Spark does) is refused, and the timestamp column of a
+(compared case-insensitively, as Spark does; ``sw_partition`` for an unpartitioned table) is
+refused, and the timestamp column of a
 partitioned table must have a name that is a plain directory name (letters, digits, ``_`` and
 ``-``, not starting with ``_`` or ``-``: pyarrow skips directories starting with ``_``).
 
@@ -30,6 +37,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from streamwrite.errors import ConfigError, SchemaError
+from streamwrite.layout.txn import UNPARTITIONED, UNPARTITIONED_COLUMN
 
 __all__ = [
     "PARTITION_BY",
@@ -40,7 +48,6 @@ __all__ = [
     "split_by_partition",
 ]
 
-UNPARTITIONED = "all"
 PARTITION_BY = {"hour": "h", "day": "D", "month": "M"}
 _NAME_LENGTH = {"h": 13, "D": 10, "M": 7}
 _DIRECTORY_SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
@@ -53,7 +60,7 @@ def partition_column(timestamp: str, partition_by: str) -> str:
 
 def partition_name(timestamp: str | None, partition_by: str | None, value: str) -> str:
     """The name (and directory name) of the partition holding ``value`` (``2026-11-22``):
-    ``ts_day=2026-11-22``, or ``all`` for an unpartitioned table."""
+    ``ts_day=2026-11-22``, or ``sw_partition=all`` for an unpartitioned table."""
     if partition_by is None or timestamp is None:
         return UNPARTITIONED
     return f"{partition_column(timestamp, partition_by)}={value}"
@@ -70,6 +77,7 @@ def check_timestamp_field(
     if partition_by is not None and timestamp is None:
         raise ConfigError("partition_by needs a designated timestamp column (timestamp=...).")
     if timestamp is None:
+        _check_no_clash(schema, UNPARTITIONED_COLUMN, "keep the table unpartitioned")
         return
     if timestamp not in schema.names:
         raise ConfigError(
@@ -81,6 +89,7 @@ def check_timestamp_field(
             "not a timestamp."
         )
     if partition_by is None:
+        _check_no_clash(schema, UNPARTITIONED_COLUMN, "keep the table unpartitioned")
         return
     if not _DIRECTORY_SAFE.fullmatch(timestamp):
         raise ConfigError(
@@ -89,13 +98,18 @@ def check_timestamp_field(
             "timestamp column name of letters, digits, '_' and '-' that does not start with "
             "'_' or '-'. Rename the column."
         )
-    column = partition_column(timestamp, partition_by)
+    _check_no_clash(
+        schema, partition_column(timestamp, partition_by), "partition by another period"
+    )
+
+
+def _check_no_clash(schema: pa.Schema, column: str, alternative: str) -> None:
     clash = [name for name in schema.names if name.lower() == column.lower()]
     if clash:
         raise ConfigError(
             f"The column {clash[0]!r} has the name of the partition column {column!r} that "
             f"engines (Spark, DuckDB, pyarrow) add from the partition directories "
-            f"({column}=...); rename the column, or partition by another period."
+            f"({column}=...); rename the column, or {alternative}."
         )
 
 

@@ -4,7 +4,8 @@ A table is a directory of partitions; a partition is a directory of **segments**
 file (``data.parquet`` + ``_pm``) in its own subdirectory; ``_txn`` is the table's commit
 point. Partition directories are named Hive-style, ``<timestamp>_<partition_by>=<value>``
 (:mod:`streamwrite.layout.partitioning`), so that Spark, DuckDB, pyarrow and polars discover
-the partition column; an unpartitioned table has the one partition ``all``::
+the partition column; an unpartitioned table has the one partition ``sw_partition=all`` (a
+directory Spark's discovery needs to look below the table path at all)::
 
     table/_txn
     table/_lock
@@ -36,7 +37,7 @@ whole version or the next. Layout (UTF-8 JSON, keys sorted)::
       "version": 12,                      every table commit adds one
       "schema": "<base64>",               the table's Arrow schema (as ARROW:schema)
       "timestamp": "ts" | null,           the designated timestamp column
-      "partition_by": "day" | null,       hour | day | month | null (one partition "all")
+      "partition_by": "day" | null,       hour | day | month | null (one "sw_partition=all")
       "partitions": {"ts_day=2026-11-22": [["seg-000000", 123456], ["seg-000003", 4096]], ...},
                                           each partition (its directory name) and its
                                           segments in row order, with the committed
@@ -81,6 +82,8 @@ __all__ = [
     "READABLE_FORMAT_VERSIONS",
     "RETIRED_DATA_FILE",
     "TXN_FILE",
+    "UNPARTITIONED",
+    "UNPARTITIONED_COLUMN",
     "Retired",
     "Segment",
     "TxnRecord",
@@ -91,6 +94,10 @@ __all__ = [
 ]
 
 TXN_FILE = "_txn"
+UNPARTITIONED_COLUMN = "sw_partition"
+"""The partition column of an unpartitioned table's one partition directory."""
+UNPARTITIONED = f"{UNPARTITIONED_COLUMN}=all"
+"""The one partition of an unpartitioned table (format 3; format 2 named it ``all``)."""
 FORMAT = "streamwrite.txn"
 FORMAT_VERSION = 3
 READABLE_FORMAT_VERSIONS = (2, 3)
@@ -341,7 +348,7 @@ def _check(record: TxnRecord) -> None:
     if record.format_version >= 3:
         prefix = f"{record.timestamp}_{record.partition_by}="
         for partition in record.partitions:
-            if record.partition_by is None and partition != "all":
+            if record.partition_by is None and partition != UNPARTITIONED:
                 raise ValueError(f"the partition name {partition!r} of an unpartitioned table")
             if record.partition_by is not None and not partition.startswith(prefix):
                 raise ValueError(f"the partition name {partition!r} does not start with {prefix}")

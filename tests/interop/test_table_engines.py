@@ -33,7 +33,7 @@ import pytest
 
 import streamwrite
 from streamwrite.compaction import CompactionPolicy
-from streamwrite.layout.txn import TXN_FILE, decode_txn
+from streamwrite.layout.txn import TXN_FILE, UNPARTITIONED_COLUMN, decode_txn
 from streamwrite.table import open_table
 from streamwrite.testing import reference_table
 
@@ -94,8 +94,8 @@ async def compact(directory: Path, hook: Any = None) -> list[Any]:
         await table.close()
 
 
-def partition_column(partition_by: str | None) -> str | None:
-    return None if partition_by is None else f"ts_{partition_by}"
+def partition_column(partition_by: str | None) -> str:
+    return UNPARTITIONED_COLUMN if partition_by is None else f"ts_{partition_by}"
 
 
 def engine_reads(directory: Path, partition_by: str | None) -> dict[str, dict[str, Any]]:
@@ -103,10 +103,12 @@ def engine_reads(directory: Path, partition_by: str | None) -> dict[str, dict[st
     expected = streamwrite.read_table(directory)
     column = partition_column(partition_by)
     args = [str(directory), str(directory.parent / f"{directory.name}.arrow"), "order_id"]
-    if partition_by is not None:
+    if partition_by is None:  # the one partition directory sw_partition=all
+        values = pa.array(["all"] * expected.num_rows, pa.string())
+    else:
         values = pc.strftime(expected.column("ts"), format=FORMAT[partition_by])
-        expected = expected.append_column(column, values)
-        args.append(str(column))
+    expected = expected.append_column(column, values)
+    args.append(column)
     with pa.OSFile(args[1], "wb") as sink, pa.ipc.new_file(sink, expected.schema) as writer:
         writer.write_table(expected)
     proc = subprocess.run(
@@ -127,9 +129,9 @@ def assert_exact(directory: Path, partition_by: str | None, where: str) -> None:
     assert len(results) == 7, f"{where}: a reader crashed: {sorted(results)}"
     failed = {form: r["problems"] for form, r in results.items() if r["problems"]}
     assert not failed, f"{where}: {failed}"
-    if partition_by is not None:  # the engines understand the layout: the column is there
-        added = {form for form, r in results.items() if r["partition_column"]}
-        assert added == FORMS_WITH_PARTITION_COLUMN, f"{where}: {added}"
+    # The engines understand the layout: the column is there.
+    added = {form for form, r in results.items() if r["partition_column"]}
+    assert added == FORMS_WITH_PARTITION_COLUMN, f"{where}: {added}"
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,9 @@ segments still on disk within the grace period).
 Spark's partition discovery reads the Hive-style partition directories (``ts_day=2026-11-22``,
 typed as a date) and goes through the ``seg-N`` directories under them; it skips ``_txn``,
 ``_pm``, ``_data.retired`` and ``_data.pending`` (names starting with ``_``). An unpartitioned
-table has no partition directory to discover, so Spark lists only the files directly in the
-path it is given: read it with ``recursiveFileLookup`` (which works for every table, without
-the partition column).
+table has the one partition directory ``sw_partition=all`` (without one Spark would list only
+the files directly in the path it is given), so Spark adds ``sw_partition``. With
+``recursiveFileLookup`` Spark reads every table without the partition column.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pytest
 
 import streamwrite
 from streamwrite.compaction import CompactionPolicy
-from streamwrite.layout.txn import TXN_FILE, decode_txn
+from streamwrite.layout.txn import TXN_FILE, UNPARTITIONED_COLUMN, decode_txn
 from streamwrite.table import open_table
 from tests.spark._support import ticks
 
@@ -66,9 +66,13 @@ def plain(table: pa.Table) -> pa.Table:
 
 
 def spark_rows(df: Any, partition_column: str | None) -> pa.Table:
-    """Spark's rows without the partition column, after checking it holds each row's day."""
+    """Spark's rows without the partition column, after checking it holds each row's day
+    (``all`` for an unpartitioned table's ``sw_partition``)."""
     rows = df.toArrow()
-    if partition_column is not None:
+    if partition_column == UNPARTITIONED_COLUMN:
+        assert set(rows.column(partition_column).to_pylist()) == {"all"}
+        rows = rows.drop_columns([partition_column])
+    elif partition_column is not None:
         utc = rows.column("ts").cast(pa.timestamp("us", tz="UTC"))
         days = pc.strftime(utc, format="%Y-%m-%d")
         assert rows.column(partition_column).cast(pa.string()).equals(days)
@@ -88,7 +92,9 @@ def test_spark_reads_the_table_directory(spark: Any, tmp_path: Path, partition_b
         assert expected.num_rows == 1500
         recursive = spark.read.option("recursiveFileLookup", "true").parquet(str(path))
         assert spark_rows(recursive, None).equals(expected), when
-        if partition_by is not None:
-            df = spark.read.parquet(str(path))
+        df = spark.read.parquet(str(path))
+        if partition_by is None:
+            assert spark_rows(df, UNPARTITIONED_COLUMN).equals(expected), when
+        else:
             assert df.schema["ts_day"].dataType.typeName() == "date"
             assert spark_rows(df, "ts_day").equals(expected), when
