@@ -320,8 +320,9 @@ def read_table_df(
         via: ``"files"``: Spark reads each segment's ``data.parquet`` itself (distributed;
             exact only while no append is in flight, because Spark reads the footer at the end
             of the file when the task runs; a compaction that retires a segment before the
-            lazy DataFrame runs makes the read fail with file-not-found, never wrong rows). ``"arrow"``: streamwrite reads the snapshot on the
-            driver and Spark gets the Arrow table (exact during appends; driver memory bound).
+            lazy DataFrame runs makes the read fail with file-not-found, never wrong rows).
+            ``"arrow"``: streamwrite reads the snapshot on the driver and Spark gets the Arrow
+            table (exact during appends; driver memory bound).
 
     Returns:
         The DataFrame (lazy for ``"files"``).
