@@ -11,8 +11,9 @@ into REQUIRED). Two records of the schema sit beside it and are checked against 
   dictionaries compare by value type, extension types by storage (``arrow.json`` and
   ``arrow.uuid`` as themselves), string / large / view types alike, date64 as date32, time32
   as time32(ms), durations as int64, decimals by precision and scale, timestamps by whether
-  they have a time zone (when a ``logicalType`` says so) and from INT96 by nothing more;
-  uint32 also as INT64 (format version 1.0); nested types as groups.
+  they have a time zone (when a ``logicalType`` says so; NANOS only for a stored ns unit,
+  pyarrow coerces to ms or us but never to ns) and from INT96 by nothing more; uint32 also as
+  INT64 (format version 1.0); nested types as groups.
 * the ``_pm`` column descriptors of a live file: the same column count and, per column, name,
   physical type, fixed byte length, repetition and max definition level.
 
@@ -83,7 +84,7 @@ def _consistent(stored: pa.DataType, want: _Kind, element: SchemaElement) -> str
         inferred = _infer_type(0, element)
     except StreamwriteError:
         return None  # an annotation streamwrite cannot read: reported where it is read
-    if _unit(inferred) == "ns" and _unit(stored) != "ns":
+    if _unit(inferred) == "ns" and _unit(stored) != "ns" and element.type != Type.INT96:
         return str(inferred)  # pyarrow coerces timestamps to ms or us, never to ns
     got = _kind(inferred)
     if got == want or want == ("null",):

@@ -26,47 +26,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import streamwrite
 from streamwrite.errors import StreamwriteError
 from streamwrite.layout.actions import LiveFileName
 from streamwrite.table import open_table
+from tests.live._support import SMALL_SCHEMA as SCHEMA
 from tests.live._support import run
+from tests.live._support import small_rows as rows
 
 FLIP_COUNT = int(os.environ.get("STREAMWRITE_BITFLIP_COUNT", "200"))
 SEED = int(os.environ.get("STREAMWRITE_BITFLIP_SEED", "20261123"))
 DATA = LiveFileName.DATA.value
 PM = LiveFileName.PM.value
-
-SCHEMA = pa.schema(
-    [
-        pa.field("ts", pa.timestamp("us"), nullable=False),
-        pa.field("symbol", pa.string(), nullable=False),
-        pa.field("price", pa.float64()),
-        pa.field("qty", pa.int32()),
-        pa.field("venue", pa.string()),
-        pa.field("side", pa.bool_(), nullable=False),
-    ]
-)
-_HOUR_US = 3_600_000_000
-_START_US = 1_767_225_600_000_000  # 2026-01-01T00:00:00Z
-
-
-def rows(start: int, num_rows: int) -> pa.Table:
-    """``num_rows`` rows from row ``start`` on: nulls in price, qty and venue; 7 hours apart."""
-    n = range(start, start + num_rows)
-    return pa.table(
-        {
-            "ts": pa.array([_START_US + i * 7 * _HOUR_US for i in n], pa.timestamp("us")),
-            "symbol": [f"SYM{i % 3}" for i in n],
-            "price": [None if i % 4 == 0 else 100.0 + i / 8 for i in n],
-            "qty": [None if i % 5 == 0 else i * 3 for i in n],
-            "venue": [None if i % 3 == 0 else ("XNAS", "ARCX")[i % 2] for i in n],
-            "side": [i % 2 == 0 for i in n],
-        },
-        schema=SCHEMA,
-    )
 
 
 # ----------------------------------------------------------------------------------- fixtures
@@ -345,3 +319,33 @@ def test_random_bits_of_a_table(table_dir: Path, tmp_path: Path) -> None:
 
     _run_flips(flipper, picks, body)
     tally.check("table, random bits")
+
+
+# ----------------------------------------------------------------------------------- plain file
+def test_random_bits_of_a_plain_file_footer(tmp_path: Path) -> None:
+    """A plain Parquet file has no ``_pm`` checksum; the ``ARROW:schema`` cross-check still
+    turns flipped schema bits into typed errors. The one silent change left is pyarrow's own:
+    a flip that drops the ``logicalType`` of a time-zone-less timestamp leaves the
+    ``TIMESTAMP_MICROS`` converted type, which means UTC, and pyarrow reads it so too."""
+    path = tmp_path / "plain.parquet"
+    pq.write_table(pa.concat_tables([rows(0, 4), rows(4, 4)]), path, row_group_size=4)
+    expected = streamwrite.read_table(path)
+    as_utc = expected.cast(expected.schema.set(0, pa.field("ts", pa.timestamp("us", "UTC"), False)))
+    flipper = Flipper(tmp_path)
+    tally = Tally()
+    footer = footer_bits(path)
+    rng = random.Random(SEED + 3)
+    picks = [(path, rng.choice(footer)) for _ in range(FLIP_COUNT)]
+    accepted = 0
+
+    def body(where: str) -> None:
+        nonlocal accepted
+        classify(tally, where, lambda: streamwrite.read_table(path), expected)
+        silent = bool(tally.silent) and tally.silent[-1].startswith(where)
+        if silent and _same(streamwrite.read_table(path), as_utc):
+            tally.silent.pop()
+            accepted += 1
+
+    _run_flips(flipper, picks, body)
+    print(f"plain file: {accepted} flips read ts as UTC, as pyarrow does")
+    tally.check("plain file, random bits of the footer")
