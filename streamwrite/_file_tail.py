@@ -89,7 +89,21 @@ class _Bytes:
                 self.live = live_version(path, snapshot)
                 snapshot = self.live.footer.parquet_file_size
                 path = path / LiveFileName.DATA.value
-            self._file = open(path, "rb")  # noqa: SIM115
+            elif snapshot is not None and not path.exists():
+                raise CorruptFileError(
+                    f"{str(path)!r} does not exist, but its committed snapshot of {snapshot} "
+                    "bytes was asked for (a table's _txn names it): committed data is gone."
+                )
+            try:
+                self._file = open(path, "rb")  # noqa: SIM115
+            except FileNotFoundError as exc:
+                if self.live is None:
+                    raise  # a plain path that does not exist: as pyarrow
+                raise CorruptFileError(
+                    f"The live file {str(path.parent)!r} has a committed _pm but no "
+                    f"{path.name}: committed data is gone.",
+                    0,
+                ) from exc
             self._owned = True
             self.size = os.fstat(self._file.fileno()).st_size
         else:

@@ -74,7 +74,6 @@ Decisions where the spec is silent or QuestDB's code differs:
   interprets anything, so a damaged byte is a CorruptFileError, not a spurious
   UnsupportedError. FOOTER_LENGTH is outside every CRC, so a footer is also checked to be
   exactly as long as its content when no unknown feature bit can add a section.
-
 * The Parquet footer checksum (spec "Feature flags": footer bits 0-31 are optional, unknown ones
   may be ignored; footer-gated sections sit after the row group entries, before the CRC, and
   FOOTER_LENGTH bounds them). Parquet has no footer checksum: page CRCs cover the pages, but a

@@ -303,3 +303,31 @@ def test_the_pm_chain_must_agree_with_the_parquet_chain(tmp_path: Path) -> None:
     (directory / PM).write_bytes(pm)
     with pytest.raises(CorruptFileError, match="chain through sizes"):
         reopen(directory)
+
+
+def test_a_table_segment_that_is_gone_is_a_corrupt_file_error(tmp_path: Path) -> None:
+    """``_txn`` names a segment whose directory was removed: a typed error, not a bare
+    FileNotFoundError."""
+    from streamwrite.table import open_table
+
+    directory = tmp_path / "table"
+
+    async def build() -> None:
+        table = await open_table(directory, SMALL_SCHEMA, timestamp="ts", partition_by="day")
+        await table.append(small_rows(0, 8))
+        await table.flush()
+        await table.close()
+
+    run(build)
+    segments = sorted(p.parent for p in directory.rglob(DATA))
+    assert len(segments) >= 2
+    for p in sorted(segments[0].iterdir()):
+        p.unlink()
+    segments[0].rmdir()
+    with pytest.raises(CorruptFileError, match="committed data is gone"):
+        streamwrite.read_table(directory)
+    (segments[1] / DATA).unlink()  # a segment whose _pm is there but its data file is not
+    with pytest.raises(CorruptFileError, match="committed data is gone"):
+        streamwrite.read_table(segments[1])
+    with pytest.raises(FileNotFoundError):  # a plain path that does not exist: as pyarrow
+        streamwrite.read_table(tmp_path / "missing.parquet")
