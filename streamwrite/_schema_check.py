@@ -195,11 +195,10 @@ def _check_field(index: int, field: pa.Field, element: SchemaElement, footer_off
     if want is None:
         return
     is_group = bool(element.num_children)
-    reads_as = (
-        ("a group" if is_group else _describe(element))
-        if is_group != (want == _GROUP)
-        else (None if is_group else _consistent(field.type, want, element))
-    )
+    if is_group != (want == _GROUP):
+        reads_as: str | None = "a group" if is_group else "a single column"
+    else:
+        reads_as = None if is_group else _consistent(field.type, want, element)
     if reads_as is not None:
         raise CorruptFileError(
             f"Column {name!r} is {_describe(element)} in the Parquet schema, which reads as "

@@ -9,8 +9,12 @@ A live file is a directory holding ``data.parquet`` and its sidecar ``_pm``::
     await lf.close()                        # or: async with await LiveFile.open(...) as lf
 
 Opening recovers first (:mod:`streamwrite.layout.recovery`); appends run the commit protocol of
-:mod:`streamwrite.layout.appender`. Encoding and file I/O run in worker threads, so the event
-loop stays free; appends to one LiveFile are serialised.
+:mod:`streamwrite.layout.appender`. Every read checks the committed footer against the XXH64
+``_pm`` records for it and its schema against ``_pm`` and ``ARROW:schema``
+(:mod:`streamwrite._file_tail`); reopening checks every committed footer the same way, and
+damage inside the committed prefix is a CorruptFileError that changes nothing. Encoding and
+file I/O run in worker threads, so the event loop stays free; appends to one LiveFile are
+serialised.
 
 Encrypted live files (Parquet modular encryption, DESIGN sections 3 and 5)::
 

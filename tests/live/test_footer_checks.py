@@ -251,10 +251,12 @@ def test_recovery_refuses_a_damaged_leading_magic(tmp_path: Path) -> None:
 def test_a_rebuilt_pm_records_the_checksums_of_the_chain_it_walked(tmp_path: Path) -> None:
     directory = tmp_path / "lf"
     make_live_file(directory)
-    original = read_sidecar((directory / PM).read_bytes()).footers
+    original_bytes = (directory / PM).read_bytes()
+    original = read_sidecar(original_bytes).footers
     (directory / PM).unlink()
     lf = reopen(directory)
     assert lf.recovery is not None and lf.recovery.rebuilt_pm_reason == "_pm is missing"
+    assert (directory / PM).read_bytes() == original_bytes  # padding rule included
     rebuilt = read_sidecar((directory / PM).read_bytes()).footers
     assert [f.parquet_footer_checksum for _, f in rebuilt] == [
         f.parquet_footer_checksum for _, f in original
