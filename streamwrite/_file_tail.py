@@ -7,31 +7,67 @@ parses the tail (parquet-format "File Format", and 7.3 "Parquet Modular Encrypti
     ... FileMetaData footer_length (u32 LE) "PAR1"                          plaintext
     ... FileMetaData nonce(12) tag(16) footer_length (u32 LE) "PAR1"        signed plaintext footer
     ... FileCryptoMetaData footer_module footer_length (u32 LE) "PARE"      encrypted footer
+
+What is checked on every read (:mod:`streamwrite._schema_check` holds the schema checks):
+
+* any file: the decoded schema against the footer's ``ARROW:schema`` entry, when present;
+* a live file (a directory, read at its newest commit or at ``snapshot=``): ``_pm`` must be
+  intact (its CRC) and list the version read; before the footer is decoded, the tail
+  ``[PARQUET_FOOTER_OFFSET, committed size)`` must have the offset, length and XXH64 the
+  ``_pm`` footer records for it (``footer_check`` says "verified", or "unchecked" for a
+  ``_pm`` footer written before streamwrite recorded the checksum), and the decoded schema
+  must match the ``_pm`` column descriptors.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO, Literal, TypeVar
 
+from streamwrite._schema_check import check_arrow_schema, check_sidecar_columns
 from streamwrite.decryption import DecryptionConfig, FileDecryptor
-from streamwrite.errors import ConfigError, CorruptFileError, EncryptionError, FormatError
+from streamwrite.errors import (
+    ChecksumError,
+    ConfigError,
+    CorruptFileError,
+    EncryptionError,
+    FormatError,
+)
 from streamwrite.format import structs as t
 from streamwrite.format.enums import FieldRepetitionType
-from streamwrite.format.sidecar import read_sidecar
+from streamwrite.format.sidecar import (
+    SidecarFooter,
+    SidecarHeader,
+    parquet_footer_checksum,
+    read_version,
+)
 from streamwrite.format.thrift import deserialize
 from streamwrite.layout.actions import LiveFileName
 from workers.cipher import FOOTER_SIGNATURE_SIZE
 from workers.decode import KERNEL_ERRORS
 
-__all__ = ["Source", "committed_size"]
+__all__ = ["FooterCheck", "LiveVersion", "Source", "committed_size", "live_version"]
 
 MAGIC = b"PAR1"
 ENCRYPTED_MAGIC = b"PARE"
 
 Source = str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes]
 _T = TypeVar("_T")
+FooterCheck = Literal["verified", "unchecked", "none"]
+"""How the Parquet footer read was checked against ``_pm``: its recorded XXH64 matched
+("verified"), ``_pm`` holds no checksum for it ("unchecked", written before streamwrite recorded
+them), or the source is not a live file ("none")."""
+
+
+@dataclass(frozen=True, slots=True)
+class LiveVersion:
+    """What a live file's ``_pm`` records about one committed version of ``data.parquet``."""
+
+    directory: Path
+    header: SidecarHeader
+    footer: SidecarFooter
 
 
 class _Bytes:
@@ -41,15 +77,33 @@ class _Bytes:
         self._file: IO[bytes] | None = None
         self._owned = False
         self._buffer: memoryview | None = None
+        self.live: LiveVersion | None = None
+        """The ``_pm`` record of the version read, for a live file (a directory)."""
+        self.footer_check: FooterCheck = "none"
         if isinstance(source, bytes | bytearray | memoryview):
             self._buffer = memoryview(source).cast("B")
             self.size = len(self._buffer)
         elif isinstance(source, str | os.PathLike):
             path = Path(source)
-            if path.is_dir():  # a live file: only its committed size exists for readers
-                snapshot = committed_size(path) if snapshot is None else snapshot
+            if path.is_dir():  # a live file: only its committed sizes exist for readers
+                self.live = live_version(path, snapshot)
+                snapshot = self.live.footer.parquet_file_size
                 path = path / LiveFileName.DATA.value
-            self._file = open(path, "rb")  # noqa: SIM115
+            elif snapshot is not None and not path.exists():
+                raise CorruptFileError(
+                    f"{str(path)!r} does not exist, but its committed snapshot of {snapshot} "
+                    "bytes was asked for (a table's _txn names it): committed data is gone."
+                )
+            try:
+                self._file = open(path, "rb")  # noqa: SIM115
+            except FileNotFoundError as exc:
+                if self.live is None:
+                    raise  # a plain path that does not exist: as pyarrow
+                raise CorruptFileError(
+                    f"The live file {str(path.parent)!r} has a committed _pm but no "
+                    f"{path.name}: committed data is gone.",
+                    0,
+                ) from exc
             self._owned = True
             self.size = os.fstat(self._file.fileno()).st_size
         else:
@@ -90,6 +144,19 @@ def committed_size(directory: Path) -> int:
         CorruptFileError: ``_pm`` is missing or unreadable (reopening the live file rebuilds it).
         ConfigError: ``directory`` is a table's partition (segments inside, no ``_pm``).
     """
+    return live_version(directory).footer.parquet_file_size
+
+
+def live_version(directory: Path, parquet_size: int | None = None) -> LiveVersion:
+    """The ``_pm`` record of the committed version of size ``parquet_size`` (default the
+    newest) of the live file in ``directory``; ``_pm``'s CRC is verified.
+
+    Raises:
+        CorruptFileError: ``_pm`` is missing, unreadable or damaged (reopening the live file
+            rebuilds a missing or damaged one from the footer chain).
+        ConfigError: ``directory`` is a table's partition (segments inside, no ``_pm``), or
+            ``parquet_size`` is not a committed size of the live file.
+    """
     try:
         data = (directory / LiveFileName.PM.value).read_bytes()
     except OSError as exc:
@@ -101,10 +168,43 @@ def committed_size(directory: Path) -> int:
         raise CorruptFileError(
             f"The live file {str(directory)!r} has no readable _pm: {exc}.", 0
         ) from exc
-    sidecar = read_sidecar(data)
-    if not sidecar.footers:
-        raise CorruptFileError(f"The live file {str(directory)!r} has no commit.", 0)
-    return sidecar.footers[0][1].parquet_file_size
+    try:
+        header, _, footer = read_version(data, parquet_size)
+    except CorruptFileError as exc:
+        raise CorruptFileError(
+            f"The _pm of the live file {str(directory)!r} is damaged: {exc}", exc.offset
+        ) from exc
+    except ConfigError as exc:
+        raise ConfigError(
+            f"Snapshot {parquet_size} of the live file {str(directory)!r} does not exist: {exc}"
+        ) from exc
+    return LiveVersion(directory, header, footer)
+
+
+def _check_live_tail(source: _Bytes, live: LiveVersion) -> FooterCheck:
+    """Check the Parquet tail against the offset, length and XXH64 ``_pm`` records for it,
+    before anything in it is interpreted."""
+    footer = live.footer
+    where = f"data.parquet of the live file {str(live.directory)!r} at size {source.size}"
+    tail_offset = footer.parquet_footer_offset
+    tail_size = footer.parquet_footer_length + 8
+    if tail_offset + tail_size != source.size or tail_offset < 4:
+        raise CorruptFileError(
+            f"The _pm footer of {where} names a Parquet footer at {tail_offset} of "
+            f"{footer.parquet_footer_length} bytes, which does not end the snapshot.",
+            max(tail_offset, 0),
+        )
+    stored = footer.parquet_footer_checksum
+    if stored is None:
+        return "unchecked"
+    actual = parquet_footer_checksum(source.read(tail_offset, tail_size))
+    if actual != stored:
+        raise ChecksumError(
+            f"The Parquet footer of {where} (bytes [{tail_offset}, {source.size})) has XXH64 "
+            f"{actual:#018x}, but _pm recorded {stored:#018x}: the footer is damaged.",
+            tail_offset,
+        )
+    return "verified"
 
 
 def _decode_footer_struct(
@@ -126,8 +226,12 @@ def _read_footer(
     """The FileMetaData, the offset where the footer starts, and the file's decryptor (None
     for a plaintext file, or a plaintext-footer file read without keys).
 
+    The footer is checked as the module docstring says (``source.footer_check`` records how).
+
     Raises:
-        CorruptFileError: Bad magic, footer length or footer bytes.
+        ChecksumError: a live file's Parquet footer does not have the XXH64 ``_pm`` recorded.
+        CorruptFileError: Bad magic, footer length or footer bytes; a schema that does not
+            match ``ARROW:schema`` or a live file's ``_pm`` column descriptors.
         EncryptionError: An encrypted footer without keys, a wrong footer key or AAD prefix, a
             tampered footer or footer signature.
     """
@@ -135,6 +239,19 @@ def _read_footer(
         raise CorruptFileError(
             f"A Parquet file needs at least 12 bytes, this one has {source.size}.", 0
         )
+    if source.live is not None:
+        source.footer_check = _check_live_tail(source, source.live)
+    metadata, footer_offset, decryptor = _decode_tail(source, decryption)
+    schema = metadata.schema or []
+    check_arrow_schema(schema, metadata.key_value_metadata, footer_offset)
+    if source.live is not None and schema:
+        check_sidecar_columns(schema, source.live.header, footer_offset)
+    return metadata, footer_offset, decryptor
+
+
+def _decode_tail(
+    source: _Bytes, decryption: DecryptionConfig | None
+) -> tuple[t.FileMetaData, int, FileDecryptor | None]:
     tail = bytes(source.read(source.size - 8, 8))
     magic = tail[4:]
     if magic not in (MAGIC, ENCRYPTED_MAGIC) or bytes(source.read(0, 4)) != magic:

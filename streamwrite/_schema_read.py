@@ -231,12 +231,19 @@ def _infer_type(index: int, leaf: SchemaElement) -> pa.DataType:
             return pa.uuid()  # pyarrow's default arrow_extensions_enabled=True
         if kind in ("NONE", "INTERVAL", "UUID"):
             return pa.binary(length)
-    physical_name = "no type" if physical is None else Type(physical).name
+    physical_name = "no type" if physical is None else _physical_name(physical)
     if kind in _KNOWN_LOGICAL:
         raise FormatError(
             f"{where} has logical type {kind}, which cannot annotate {physical_name}."
         )
     raise UnsupportedError(f"{where} has logical type {kind}, which streamwrite does not read.")
+
+
+def _physical_name(physical: int) -> str:
+    try:
+        return Type(physical).name
+    except ValueError:
+        return f"physical type {physical}"
 
 
 def _arrow_decimal(value: DecimalType, leaf: SchemaElement, where: str) -> pa.DataType:

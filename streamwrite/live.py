@@ -9,8 +9,12 @@ A live file is a directory holding ``data.parquet`` and its sidecar ``_pm``::
     await lf.close()                        # or: async with await LiveFile.open(...) as lf
 
 Opening recovers first (:mod:`streamwrite.layout.recovery`); appends run the commit protocol of
-:mod:`streamwrite.layout.appender`. Encoding and file I/O run in worker threads, so the event
-loop stays free; appends to one LiveFile are serialised.
+:mod:`streamwrite.layout.appender`. Every read checks the committed footer against the XXH64
+``_pm`` records for it and its schema against ``_pm`` and ``ARROW:schema``
+(:mod:`streamwrite._file_tail`); reopening checks every committed footer the same way, and
+damage inside the committed prefix is a CorruptFileError that changes nothing. Encoding and
+file I/O run in worker threads, so the event loop stays free; appends to one LiveFile are
+serialised.
 
 Encrypted live files (Parquet modular encryption, DESIGN sections 3 and 5)::
 
@@ -38,6 +42,7 @@ import pyarrow as pa
 
 from streamwrite._io import ActionHook, LiveFileIO, fsync_directory
 from streamwrite._live_keys import LiveKeys
+from streamwrite._schema_check import check_arrow_schema, check_sidecar_columns
 from streamwrite.decryption import DecryptionConfig
 from streamwrite.encryption import FileEncryption, FileEncryptor
 from streamwrite.errors import (
@@ -71,7 +76,9 @@ EncodedRowGroup = tuple[Sequence[EncodedChunk], int]
 
 
 def _schema_of(version: FooterVersion) -> ParquetSchema:
+    """The schema of a recovered version, cross-checked against its ``ARROW:schema``."""
     metadata = version.metadata
+    check_arrow_schema(metadata.schema or [], metadata.key_value_metadata, version.footer_offset)
     try:
         return parquet_to_arrow(metadata.schema or [], metadata.key_value_metadata)
     except (StreamwriteError, ValueError) as exc:  # FormatError, UnsupportedError, bad UTF-8
@@ -343,6 +350,8 @@ class LiveFile:
         plan = _recover(io, WriteOptions(), apply=True, keys=keys)
         current = plan.current
         parquet_schema = _schema_of(current)
+        sidecar_header = read_sidecar(plan.pm_bytes).header
+        check_sidecar_columns(current.metadata.schema or [], sidecar_header, current.footer_offset)
         encryptor = _resume_encryptor(directory, current, parquet_schema, keys)
         if schema is not None and not schema.equals(
             parquet_schema.arrow_schema, check_metadata=False
@@ -352,9 +361,7 @@ class LiveFile:
                 f"not {schema}."
             )
         options = make_write_options(parquet_schema.arrow_schema.names, **write_options)
-        options = _keep_bloom_columns(
-            options, read_sidecar(plan.pm_bytes).header.bloom_columns, parquet_schema
-        )
+        options = _keep_bloom_columns(options, sidecar_header.bloom_columns, parquet_schema)
         appender = _resume_appender(plan, parquet_schema, options, encryptor)
         return cls(directory, io, appender, parquet_schema, options, plan, keys)
 

@@ -27,6 +27,7 @@ __all__ = [
     "FLAG_DESCENDING",
     "FLAG_IS_ASCII",
     "FLAG_LOCAL_KEY_IS_GLOBAL",
+    "FOOTER_FEATURE_PARQUET_FOOTER_XXH64",
     "HEADER_FIXED_SIZE",
     "MAX_STAT_INLINED",
     "MAX_STAT_PRESENT",
@@ -63,7 +64,11 @@ FEATURE_SORTING_IS_DTS_ASC = 1 << 2
 KNOWN_HEADER_FEATURES = (
     FEATURE_BLOOM_FILTERS | FEATURE_BLOOM_FILTERS_EXTERNAL | FEATURE_SORTING_IS_DTS_ASC
 )
-KNOWN_FOOTER_FEATURES = 0  # no footer bit is defined yet
+# Footer FOOTER_FEATURE_FLAGS bits. The spec defines none; streamwrite takes the highest
+# optional bit (unknown to QuestDB, which may ignore it) to stay clear of bits QuestDB assigns
+# from 0 upwards. Section: u64 XXH64 (seed 0) of the Parquet tail the footer names.
+FOOTER_FEATURE_PARQUET_FOOTER_XXH64 = 1 << 31
+KNOWN_FOOTER_FEATURES = FOOTER_FEATURE_PARQUET_FOOTER_XXH64
 REQUIRED_FEATURE_MASK = 0xFFFF_FFFF_0000_0000  # bits 32-63: unknown ones reject the file
 
 # Column descriptor FLAGS bits.

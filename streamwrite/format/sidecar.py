@@ -48,6 +48,9 @@ Footer::
     40 ROW_GROUP_COUNT x u32 (block offset >> 3)
     .. header bit 0 (inlined): ROW_GROUP_COUNT x BLOOM_COL_COUNT x u32 (offset >> 3, 0 = absent)
        header bits 0+1 (external): ROW_GROUP_COUNT x BLOOM_COL_COUNT x (u64 offset, u64 length)
+    .. footer bit 31 PARQUET_FOOTER_XXH64 (streamwrite): u64 XXH64 (seed 0) of the Parquet tail
+       data.parquet[PARQUET_FOOTER_OFFSET, PARQUET_FOOTER_OFFSET + PARQUET_FOOTER_LENGTH + 8)
+       = FileMetaData (or FileCryptoMetaData + footer module), its u32 length and the magic
     .. u32 CHECKSUM = CRC32 of file bytes [8, CHECKSUM)   (all earlier blocks and footers too)
     .. u32 FOOTER_LENGTH = bytes from footer start through CHECKSUM (trailer, not in the CRC)
 
@@ -71,6 +74,20 @@ Decisions where the spec is silent or QuestDB's code differs:
   interprets anything, so a damaged byte is a CorruptFileError, not a spurious
   UnsupportedError. FOOTER_LENGTH is outside every CRC, so a footer is also checked to be
   exactly as long as its content when no unknown feature bit can add a section.
+* The Parquet footer checksum (spec "Feature flags": footer bits 0-31 are optional, unknown ones
+  may be ignored; footer-gated sections sit after the row group entries, before the CRC, and
+  FOOTER_LENGTH bounds them). Parquet has no footer checksum: page CRCs cover the pages, but a
+  flipped bit in FileMetaData can read as a renamed column or a changed type. So every footer
+  streamwrite writes sets footer bit 31 and carries the XXH64 of the Parquet tail it names;
+  readers check it before decoding that footer. Bit 31, the highest optional bit, keeps clear of
+  the bits QuestDB assigns from 0 upwards; a reader that does not know it skips the section.
+  Sections are laid out header-gated first (the bloom section, where every reader of the file
+  expects it), then footer-gated in bit order. A footer without the bit (files written before
+  it) is read as before and its Parquet footer is "unchecked".
+* PARQUET_META_FILE_SIZE is outside every CRC. So that no single flipped bit of it can name
+  another committed version (an older snapshot silently read as the newest), the writer pads
+  (8 zero bytes at a time, before the new row group blocks) until the new committed size
+  differs from every earlier committed size, and from 0, in at least two bits.
 
 What streamwrite writes into QuestDB-specific fields: descriptor ID = ``column_id`` (-1 unless
 the caller gives one); TYPE = ``type_code`` (see :func:`questdb_type_code`, 0 where there is no
@@ -81,10 +98,8 @@ DISTINCT_COUNT_PRESENT clear; NULL_COUNT_PRESENT whenever the null count is know
 
 from __future__ import annotations
 
-import struct
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from streamwrite.errors import ConfigError, CorruptFileError, UnsupportedError
 from streamwrite.format._sidecar_blocks import (
@@ -98,6 +113,7 @@ from streamwrite.format._sidecar_blocks import (
     FLAG_DESCENDING,
     FLAG_IS_ASCII,
     FLAG_LOCAL_KEY_IS_GLOBAL,
+    FOOTER_FEATURE_PARQUET_FOOTER_XXH64,
     HEADER_FIXED_SIZE,
     KNOWN_FOOTER_FEATURES,
     KNOWN_HEADER_FEATURES,
@@ -110,8 +126,6 @@ from streamwrite.format._sidecar_blocks import (
     NULL_COUNT_PRESENT,
     OOL_STAT_MAX_SIZE,
     QUESTDB_TIMESTAMP_NANO,
-    REQUIRED_FEATURE_MASK,
-    ROW_GROUP_HEAD_SIZE,
     ChunkRecord,
     ColumnDescriptor,
     RowGroupBlock,
@@ -120,16 +134,24 @@ from streamwrite.format._sidecar_blocks import (
     column_flags,
     encode_row_group_block,
     encoding_mask,
-    pack,
     questdb_type_code,
     read_bloom_bitset,
     read_row_group_block,
-    unpack_at,
+)
+from streamwrite.format._sidecar_footer import (
+    FOOTER_FIXED_SIZE,
+    Sidecar,
+    SidecarFooter,
+    _read_versions,
+    encode_footer,
+    parquet_footer_checksum,
+    read_footer_at,
+    read_sidecar,
+    read_version,
 )
 from streamwrite.format._sidecar_header import (
     bit_names,
     encode_header,
-    header_min_end,
     patch_committed_size,
     read_header,
     validate_header,
@@ -145,6 +167,7 @@ __all__ = [
     "FLAG_DESCENDING",
     "FLAG_IS_ASCII",
     "FLAG_LOCAL_KEY_IS_GLOBAL",
+    "FOOTER_FEATURE_PARQUET_FOOTER_XXH64",
     "FOOTER_FIXED_SIZE",
     "HEADER_FIXED_SIZE",
     "MAX_STAT_INLINED",
@@ -171,302 +194,21 @@ __all__ = [
     "patch_committed_size",
     "questdb_type_code",
     "read_bloom_bitset",
+    "parquet_footer_checksum",
     "read_footer_at",
     "read_header",
     "read_row_group_block",
     "read_sidecar",
+    "read_version",
 ]
-
-FOOTER_FIXED_SIZE = 40
-_TRAILER_SIZE = 4
-_CHECKSUM_SIZE = 4
-_MIN_FOOTER_TOTAL = FOOTER_FIXED_SIZE + _CHECKSUM_SIZE + _TRAILER_SIZE
-
-_FOOTER = struct.Struct("<QIIQQQ")
-_U32 = struct.Struct("<I")
-_U64 = struct.Struct("<Q")
-_EXTERNAL = struct.Struct("<QQ")
-
-
-@dataclass(frozen=True, slots=True)
-class SidecarFooter:
-    """One footer (one MVCC version) of the ``_pm`` file.
-
-    ``row_group_offsets``, ``bloom_offsets`` (inlined mode, row-major row group x bloom column,
-    0 = absent) are absolute ``_pm`` offsets; ``external_bloom`` (external mode) holds
-    ``(parquet offset, length)`` pairs, ``(0, 0)`` = absent.
-    """
-
-    parquet_footer_offset: int
-    parquet_footer_length: int
-    row_group_offsets: tuple[int, ...]
-    unused_bytes: int
-    prev_pm_size: int
-    footer_feature_flags: int = 0
-    bloom_offsets: tuple[int, ...] = ()
-    external_bloom: tuple[tuple[int, int], ...] = ()
-
-    @property
-    def parquet_file_size(self) -> int:
-        """The parquet file size of this version: footer offset + length + 8."""
-        return self.parquet_footer_offset + self.parquet_footer_length + 8
-
-
-@dataclass(frozen=True)
-class Sidecar:
-    """A decoded ``_pm`` file: header, committed size and every footer, newest first.
-
-    ``footers`` holds ``(pm size of that version, footer)`` pairs.
-    """
-
-    header: SidecarHeader
-    committed_size: int
-    footers: list[tuple[int, SidecarFooter]]
-
-
-# ---------------------------------------------------------------------------------- footer
-def _bloom_geometry(header: SidecarHeader, rg_count: int) -> tuple[int, int]:
-    """(entry size, entry count) of the bloom footer section; (0, 0) without one."""
-    if not header.feature_flags & FEATURE_BLOOM_FILTERS:
-        return 0, 0
-    return (16 if header.bloom_external else 4), rg_count * len(header.bloom_columns)
-
-
-def encode_footer(
-    footer: SidecarFooter, footer_offset: int, header: SidecarHeader, crc_before: int
-) -> bytes:
-    """Encodes a footer with its CHECKSUM and FOOTER_LENGTH trailer.
-
-    Args:
-        footer: the footer; its row group (and bloom) offsets may name any earlier blocks.
-        footer_offset: absolute offset the footer will be written at.
-        header: the file header (bloom mode and columns).
-        crc_before: ``zlib.crc32`` of the file bytes ``[8, footer_offset)``.
-
-    Returns:
-        Footer, CHECKSUM (CRC32 continued over the footer) and the FOOTER_LENGTH trailer.
-
-    Raises:
-        ConfigError: a misaligned or out-of-range offset, a bloom section that does not match
-            the header's mode, an undefined footer feature bit, or a value too large.
-    """
-    if footer.footer_feature_flags & ~KNOWN_FOOTER_FEATURES:
-        raise ConfigError(
-            f"Footer feature bit(s) {bit_names(footer.footer_feature_flags)} are not defined."
-        )
-    if not 0 <= footer.prev_pm_size <= footer_offset:
-        raise ConfigError(
-            f"PREV_PARQUET_META_FILE_SIZE {footer.prev_pm_size} must not exceed the footer "
-            f"offset {footer_offset}."
-        )
-    block_min = ROW_GROUP_HEAD_SIZE + len(header.columns) * COLUMN_CHUNK_SIZE
-    rg_count = len(footer.row_group_offsets)
-    parts = [
-        pack(
-            _FOOTER,
-            "the footer",
-            footer.parquet_footer_offset,
-            footer.parquet_footer_length,
-            rg_count,
-            footer.unused_bytes,
-            footer.prev_pm_size,
-            footer.footer_feature_flags,
-        )
-    ]
-    for o in footer.row_group_offsets:
-        if o % BLOCK_ALIGNMENT or o < HEADER_FIXED_SIZE or o + block_min > footer_offset:
-            raise ConfigError(
-                f"Row group block offset {o} must be 8-aligned and hold a whole block before "
-                f"the footer at {footer_offset}."
-            )
-        parts.append(pack(_U32, "a row group entry", o >> 3))
-    entry_size, entries = _bloom_geometry(header, rg_count)
-    inl, ext = footer.bloom_offsets, footer.external_bloom
-    if entry_size == 4:
-        if ext or len(inl) not in (0, entries):
-            raise ConfigError(
-                f"An inlined-bloom footer needs {entries} bloom offsets and no external "
-                f"entries, got {len(inl)} and {len(ext)}."
-            )
-        for o in inl or (0,) * entries:
-            if o % BLOCK_ALIGNMENT or (o and not HEADER_FIXED_SIZE <= o < footer_offset):
-                raise ConfigError(f"Bloom bitset offset {o} must be 8-aligned and in the file.")
-            parts.append(pack(_U32, "a bloom offset entry", o >> 3))
-    elif entry_size == 16:
-        if inl or len(ext) not in (0, entries):
-            raise ConfigError(
-                f"An external-bloom footer needs {entries} (offset, length) entries and no "
-                f"inlined offsets, got {len(ext)} and {len(inl)}."
-            )
-        for off, length in ext or ((0, 0),) * entries:
-            parts.append(pack(_EXTERNAL, "an external bloom entry", off, length))
-    elif inl or ext:
-        raise ConfigError("The footer has bloom entries but the header has no bloom columns.")
-    body = b"".join(parts)
-    crc = zlib.crc32(body, crc_before)
-    return body + _U32.pack(crc) + _U32.pack(len(body) + _CHECKSUM_SIZE)
-
-
-def _verify_crc(data: bytes, pm_size: int) -> int:
-    """Checks the CHECKSUM of the version ending at ``pm_size``; returns the CRC offset."""
-    crc_at = pm_size - _TRAILER_SIZE - _CHECKSUM_SIZE
-    if crc_at < HEADER_FIXED_SIZE or pm_size > len(data):
-        raise CorruptFileError(
-            f"A _pm version of {pm_size} bytes cannot hold a header and a footer.", 0
-        )
-    (stored,) = _U32.unpack_from(data, crc_at)
-    if zlib.crc32(memoryview(data)[8:crc_at]) != stored:
-        raise CorruptFileError(
-            f"The _pm CRC32 of bytes [8, {crc_at}) does not match the stored checksum.", crc_at
-        )
-    return crc_at
-
-
-def _parse_footer(
-    data: bytes, pm_size: int, header: SidecarHeader, min_end: int
-) -> tuple[SidecarFooter, int]:
-    """Decodes the footer of the version ending at ``pm_size`` (no CRC check)."""
-    if pm_size > len(data) or pm_size < min_end + _MIN_FOOTER_TOTAL:
-        raise CorruptFileError(
-            f"A _pm version of {pm_size} bytes cannot hold the header and a footer "
-            f"({len(data)} bytes committed).",
-            0,
-        )
-    trailer_at = pm_size - _TRAILER_SIZE
-    (length,) = _U32.unpack_from(data, trailer_at)
-    start = trailer_at - length
-    crc_at = trailer_at - _CHECKSUM_SIZE
-    if length < FOOTER_FIXED_SIZE + _CHECKSUM_SIZE or start < min_end:
-        raise CorruptFileError(
-            f"FOOTER_LENGTH {length} does not fit between the header and the trailer.",
-            trailer_at,
-        )
-    pq_off, pq_len, rg_count, unused, prev, fflags = _FOOTER.unpack_from(data, start)
-    entries_end = start + FOOTER_FIXED_SIZE + 4 * rg_count
-    if entries_end > crc_at:
-        raise CorruptFileError(
-            f"The footer's {rg_count} row group entries run past its CHECKSUM.", start + 12
-        )
-    if prev and not min_end + _MIN_FOOTER_TOTAL <= prev <= start:
-        raise CorruptFileError(
-            f"PREV_PARQUET_META_FILE_SIZE {prev} does not point before the footer at {start}.",
-            start + 24,
-        )
-    block_min = ROW_GROUP_HEAD_SIZE + len(header.columns) * COLUMN_CHUNK_SIZE
-    offsets = []
-    for k in range(rg_count):
-        o = _U32.unpack_from(data, start + FOOTER_FIXED_SIZE + 4 * k)[0] << 3
-        if o < min_end or o + block_min > start:
-            raise CorruptFileError(
-                f"Row group entry {k} points at {o}, outside the blocks before the footer.",
-                start + FOOTER_FIXED_SIZE + 4 * k,
-            )
-        offsets.append(o)
-    unknown = fflags & REQUIRED_FEATURE_MASK & ~KNOWN_FOOTER_FEATURES
-    if unknown:
-        raise UnsupportedError(
-            f"The _pm footer at offset {start} sets required feature bit(s) "
-            f"{bit_names(unknown)}, which this streamwrite version does not know."
-        )
-    entry_size, entries = _bloom_geometry(header, rg_count)
-    section_end = entries_end + entry_size * entries
-    if section_end > crc_at:
-        raise CorruptFileError("The footer's bloom section runs past its CHECKSUM.", entries_end)
-    unknown_bits = (fflags & ~KNOWN_FOOTER_FEATURES) | (
-        header.feature_flags & ~KNOWN_HEADER_FEATURES
-    )
-    if not unknown_bits and section_end != crc_at:
-        raise CorruptFileError(
-            f"FOOTER_LENGTH {length} does not match the footer's content "
-            f"({section_end + _CHECKSUM_SIZE - start} bytes).",
-            trailer_at,
-        )
-    bloom: list[int] = []
-    external: list[tuple[int, int]] = []
-    for k in range(entries):
-        at = entries_end + entry_size * k
-        if entry_size == 16:
-            external.append(_EXTERNAL.unpack_from(data, at))
-            continue
-        o = _U32.unpack_from(data, at)[0] << 3
-        if o and (o < min_end or o + 4 > start):
-            raise CorruptFileError(f"Bloom offset entry {k} points at {o}, outside the file.", at)
-        bloom.append(o)
-    footer = SidecarFooter(
-        pq_off, pq_len, tuple(offsets), unused, prev, fflags, tuple(bloom), tuple(external)
-    )
-    return footer, start
-
-
-def read_footer_at(data: bytes, pm_size: int, header: SidecarHeader) -> SidecarFooter:
-    """Decodes the footer of the version whose committed size is ``pm_size``.
-
-    The footer is found through the trailer at ``pm_size - 4``; its CRC is verified first.
-
-    Returns:
-        The footer.
-
-    Raises:
-        CorruptFileError: CRC mismatch, truncation or inconsistent fields.
-        UnsupportedError: an unknown required footer feature bit.
-    """
-    _verify_crc(data, pm_size)
-    return _parse_footer(data, pm_size, header, header_min_end(header))[0]
-
-
-# ---------------------------------------------------------------------------------- reading
-def _read_versions(
-    data: bytes, committed: int
-) -> tuple[SidecarHeader, list[tuple[int, SidecarFooter]]]:
-    if committed > len(data):
-        raise CorruptFileError(
-            f"The committed _pm size {committed} exceeds the {len(data)} bytes available.", 0
-        )
-    view = data[:committed]
-    _verify_crc(view, committed)  # covers every byte interpreted below
-    header, _ = read_header(view)
-    min_end = header_min_end(header)
-    versions: list[tuple[int, SidecarFooter]] = []
-    size = committed
-    while True:
-        footer, _start = _parse_footer(view, size, header, min_end)
-        versions.append((size, footer))
-        if not footer.prev_pm_size:
-            break
-        size = footer.prev_pm_size  # <= _start < size, so the walk ends
-    crc, pos = 0, 8
-    for size, _footer in reversed(versions[1:]):
-        crc_at = size - _TRAILER_SIZE - _CHECKSUM_SIZE
-        crc = zlib.crc32(memoryview(view)[pos:crc_at], crc)
-        if crc != _U32.unpack_from(view, crc_at)[0]:
-            raise CorruptFileError(
-                f"The CRC32 of the _pm version of {size} bytes does not match.", crc_at
-            )
-        pos = crc_at
-    return header, versions
-
-
-def read_sidecar(data: bytes) -> Sidecar:
-    """Decodes a ``_pm`` file cut at the committed size in its header (never ``len(data)``).
-
-    Verifies every version's CRC and walks the whole PREV chain.
-
-    Returns:
-        The header, committed size and footers (newest first).
-
-    Raises:
-        CorruptFileError: the file was never committed (size 0), the committed size exceeds
-            the data, or any damage or inconsistency.
-        UnsupportedError: an unknown required header or footer feature bit.
-    """
-    (committed,) = unpack_at(_U64, data, 0, "PARQUET_META_FILE_SIZE")
-    if committed == 0:
-        raise CorruptFileError("The _pm file has never been committed (size field 0).", 0)
-    header, versions = _read_versions(data, committed)
-    return Sidecar(header, committed, versions)
 
 
 # ---------------------------------------------------------------------------------- writing
+def _distinct(size: int, earlier: Sequence[int]) -> bool:
+    """True when no single flipped bit turns ``size`` into 0 or into one of ``earlier``."""
+    return size.bit_count() >= 2 and all((size ^ e).bit_count() >= 2 for e in earlier)
+
+
 class SidecarWriter:
     """Produces the bytes of a live ``_pm`` file, commit by commit (no I/O).
 
@@ -486,6 +228,7 @@ class SidecarWriter:
         self.size = 0
         self.committed_size = 0
         self._crc = 0  # zlib.crc32 of bytes [8, size)
+        self._committed_sizes: list[int] = []  # every earlier commit point
         self._row_groups: list[int] = []
         self._bloom: list[int] = []
         self._external: list[tuple[int, int]] = []
@@ -532,6 +275,7 @@ class SidecarWriter:
         if newest.footer_feature_flags & ~KNOWN_FOOTER_FEATURES:
             raise UnsupportedError("The newest _pm footer has feature bits streamwrite lacks.")
         writer.size = writer.committed_size = committed_size
+        writer._committed_sizes = [size for size, _ in versions]
         writer._crc = zlib.crc32(memoryview(data)[8:committed_size])
         writer._row_groups = list(newest.row_group_offsets)
         writer._bloom = list(newest.bloom_offsets)
@@ -555,8 +299,12 @@ class SidecarWriter:
         parquet_footer_length: int,
         unused_bytes: int,
         external_bloom: Sequence[tuple[int, int]] = (),
+        parquet_footer_checksum: int | None = None,
     ) -> tuple[bytes, int]:
         """Appends ``new_blocks`` and a footer listing every earlier block plus the new ones.
+
+        The blocks start at the next multiple of 8, or 8 * k bytes later where that makes the
+        new committed size differ from every earlier one (and from 0) in at least two bits.
 
         Args:
             new_blocks: the row groups added by this commit, in order.
@@ -565,6 +313,8 @@ class SidecarWriter:
             unused_bytes: dead bytes in data.parquet after this commit.
             external_bloom: external bloom mode only: ``(offset, length)`` in data.parquet per
                 new row group x bloom column, row-major (empty = all absent).
+            parquet_footer_checksum: :func:`parquet_footer_checksum` of the Parquet tail this
+                version names (None writes a footer without it, as older versions did).
 
         Returns:
             The bytes to append at the current :attr:`size`, and the new committed size.
@@ -575,16 +325,6 @@ class SidecarWriter:
         if not self.size:
             raise ConfigError("SidecarWriter.commit() needs start() or resume() first.")
         header = self.header
-        pos = align8(self.size)
-        parts = [bytes(pos - self.size)]
-        new_offsets: list[int] = []
-        new_bloom: list[int] = []
-        for block in new_blocks:
-            data, bloom = encode_row_group_block(block, pos, header)
-            new_offsets.append(pos)
-            new_bloom += bloom
-            parts.append(data)
-            pos += len(data)
         nbloom = len(new_blocks) * len(header.bloom_columns)
         if external_bloom and not header.bloom_external:
             raise ConfigError("External bloom entries need a header in external bloom mode.")
@@ -593,20 +333,37 @@ class SidecarWriter:
                 f"Expected {nbloom} external bloom entries, got {len(external_bloom)}."
             )
         new_external = list(external_bloom) or ([(0, 0)] * nbloom if header.bloom_external else [])
-        footer = SidecarFooter(
-            parquet_footer_offset=parquet_footer_offset,
-            parquet_footer_length=parquet_footer_length,
-            row_group_offsets=tuple(self._row_groups + new_offsets),
-            unused_bytes=unused_bytes,
-            prev_pm_size=self.committed_size,
-            bloom_offsets=tuple(self._bloom + new_bloom),
-            external_bloom=tuple(self._external + new_external),
-        )
-        body = b"".join(parts)
-        tail = encode_footer(footer, pos, header, zlib.crc32(body, self._crc))
+        start = align8(self.size)
+        while True:  # usually one round; each further one moves the blocks 8 bytes on
+            pos = start
+            parts = [bytes(pos - self.size)]
+            new_offsets: list[int] = []
+            new_bloom: list[int] = []
+            for block in new_blocks:
+                data, bloom = encode_row_group_block(block, pos, header)
+                new_offsets.append(pos)
+                new_bloom += bloom
+                parts.append(data)
+                pos += len(data)
+            footer = SidecarFooter(
+                parquet_footer_offset=parquet_footer_offset,
+                parquet_footer_length=parquet_footer_length,
+                row_group_offsets=tuple(self._row_groups + new_offsets),
+                unused_bytes=unused_bytes,
+                prev_pm_size=self.committed_size,
+                bloom_offsets=tuple(self._bloom + new_bloom),
+                external_bloom=tuple(self._external + new_external),
+                parquet_footer_checksum=parquet_footer_checksum,
+            )
+            body = b"".join(parts)
+            tail = encode_footer(footer, pos, header, zlib.crc32(body, self._crc))
+            if _distinct(pos + len(tail), self._committed_sizes):
+                break
+            start += BLOCK_ALIGNMENT
         out = body + tail
         self._crc = zlib.crc32(out, self._crc)
         self.size = self.committed_size = pos + len(tail)
+        self._committed_sizes.append(self.size)
         self._row_groups += new_offsets
         self._bloom += new_bloom
         self._external += new_external

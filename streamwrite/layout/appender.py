@@ -6,7 +6,8 @@ A live file is a directory holding ``data.parquet`` and its sidecar ``_pm``. One
                              FileMetaData listing every row group (key/value metadata
                              streamwrite.prev_size and streamwrite.commit_seq), length, "PAR1"
     2. Fsync(data)
-    3. WriteAt(pm, pm_size)  the new row group blocks, a new footer, CRC32, trailer
+    3. WriteAt(pm, pm_size)  the new row group blocks, a new footer with the XXH64 of the
+                             Parquet tail written in step 1, CRC32, trailer
     4. Fsync(pm)
     5. WriteAt(pm, 0)        PARQUET_META_FILE_SIZE = new pm size: the commit point
     6. Fsync(pm)
@@ -61,6 +62,7 @@ from streamwrite.format.sidecar import (
     SidecarHeader,
     SidecarWriter,
     encoding_mask,
+    parquet_footer_checksum,
     patch_committed_size,
 )
 from streamwrite.format.thrift import deserialize
@@ -278,6 +280,8 @@ def rebuild_sidecar(
     """A committed ``_pm`` describing every version of a footer chain (oldest first).
 
     ``column_meta`` decrypts the ColumnMetaData of encrypted columns (encrypted live files).
+    Each footer records the checksum of its version's Parquet tail as read now through
+    ``read``: the chain walk that produced ``versions`` is what vouches for those bytes.
 
     Returns:
         The whole ``_pm`` file, its committed size patched in.
@@ -298,8 +302,14 @@ def rebuild_sidecar(
         blocks, blooms = _blocks(row_groups[done:], header, read, done, column_meta)
         if i:
             unused += versions[i - 1].footer_length + 8
+        tail = read(version.footer_offset, version.footer_length + 8)
         data, size = sidecar.commit(
-            blocks, version.footer_offset, version.footer_length, unused, external_bloom=blooms
+            blocks,
+            version.footer_offset,
+            version.footer_length,
+            unused,
+            external_bloom=blooms,
+            parquet_footer_checksum=parquet_footer_checksum(tail),
         )
         out += data
         out[0:8] = patch_committed_size(size)
@@ -436,12 +446,15 @@ class Appender:
             writer.row_groups[first_new:], self.header, read_appended, first_new, self._column_meta
         )
         unused = self.unused_bytes + previous_footer_size
+        tail_size = writer.last_footer_length + 8
+        assert writer.last_footer_offset + tail_size == writer.offset  # the tail ends the file
         pm_bytes, pm_size = self.sidecar.commit(
             blocks,
             writer.last_footer_offset,
             writer.last_footer_length,
             unused,
             external_bloom=blooms,
+            parquet_footer_checksum=parquet_footer_checksum(appended[len(appended) - tail_size :]),
         )
         pm_start = pm_size - len(pm_bytes)
         actions: list[Action] = [WriteAt(f, off, data) for f, off, data in prefix]

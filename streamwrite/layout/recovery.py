@@ -10,10 +10,22 @@ Rules (DESIGN section 3):
   ``_pm`` footer, and carry ``streamwrite.commit_seq``; ``data.parquet`` shorter than its
   committed size, or an unreadable footer there, is damage inside the committed prefix:
   :class:`~streamwrite.errors.CorruptFileError` naming the offset, and nothing is changed.
-- A missing or corrupt ``_pm``, or one that does not describe ``data.parquet`` (stale), is
-  rebuilt from the Parquet footer chain: the newest complete footer (found by scanning back
-  from the end for a ``PAR1`` that ends a decodable footer) and its ``streamwrite.prev_size``
-  links back to the first commit. Every version of the chain becomes a ``_pm`` footer, so
+- An intact ``_pm`` is the record of what was committed, and ``data.parquet`` is checked
+  against it before anything is trusted: the leading magic, then every committed version's
+  Parquet tail against the XXH64 its ``_pm`` footer records (footers written before
+  streamwrite recorded it are counted in :attr:`RecoveryPlan.unchecked_footers`), and the
+  ``streamwrite.prev_size`` chain of the Parquet footers must name exactly the versions the
+  ``_pm`` chain lists. A mismatch is damage inside the committed prefix
+  (:class:`~streamwrite.errors.CorruptFileError`), never a reason to rebuild ``_pm``: a
+  rebuild would take the damaged footer for a valid one.
+- A missing or corrupt ``_pm``, or one without checksums that does not describe
+  ``data.parquet`` (stale), is rebuilt from the Parquet footer chain: the newest complete
+  footer (found by scanning back from the end for a ``PAR1`` that ends a decodable footer) and
+  its ``streamwrite.prev_size`` links back to the first commit. What the rebuild trusts is the
+  chain's own consistency: each earlier footer ends exactly where the later one's
+  ``streamwrite.prev_size`` says, has the commit sequence number before it, the same schema,
+  and the later footer's first row groups are exactly its row groups. Every version of the
+  chain becomes a ``_pm`` footer with the checksum of the tail it was read from, so
   snapshots survive the rebuild.
 - Encrypted live files (Parquet modular encryption) end every footer with ``PARE`` (encrypted
   footer: ``FileCryptoMetaData`` then the FOOTER module) or with ``PAR1`` after a signed
@@ -41,7 +53,12 @@ from streamwrite.errors import (
     UnsupportedError,
 )
 from streamwrite.format import structs as t
-from streamwrite.format.sidecar import Sidecar, patch_committed_size, read_sidecar
+from streamwrite.format.sidecar import (
+    Sidecar,
+    parquet_footer_checksum,
+    patch_committed_size,
+    read_sidecar,
+)
 from streamwrite.format.thrift import deserialize
 from streamwrite.layout.actions import Action, Fsync, LiveFileName, Truncate, WriteAt
 from streamwrite.layout.file_writer import KV_COMMIT_SEQ, KV_PREV_SIZE
@@ -117,6 +134,9 @@ class RecoveryPlan:
     torn_data_bytes: int = 0
     torn_pm_bytes: int = 0
     rebuilt_pm_reason: str | None = None
+    unchecked_footers: int = 0
+    """Committed versions whose ``_pm`` footer has no Parquet footer checksum (written before
+    streamwrite recorded them): their Parquet footers could not be verified."""
 
     @property
     def current(self) -> FooterVersion:
@@ -136,6 +156,11 @@ class RecoveryPlan:
             lines.append(f"truncate {self.torn_pm_bytes} uncommitted bytes from _pm")
         if len(lines) == 1:
             lines.append("nothing to do")
+        if self.unchecked_footers:
+            lines.append(
+                f"unchecked: {self.unchecked_footers} of {len(self.versions)} Parquet footers "
+                "have no checksum in _pm (written before streamwrite recorded them)"
+            )
         return lines
 
 
@@ -232,16 +257,28 @@ def parse_footer_at(
 
 def _chain(read: ReadAt, newest: FooterVersion, keys: FooterKeys | None) -> list[FooterVersion]:
     """All versions from the first commit to ``newest``, oldest first, each validated (and
-    decrypted with ``keys``)."""
+    decrypted with ``keys``): consecutive footers have consecutive commit numbers, the same
+    schema, and the earlier one's row groups begin the later one's."""
     versions = [newest]
     while versions[-1].prev_size:
         version = parse_footer_at(read, versions[-1].prev_size, keys)
         later = versions[-1]
-        if version.seq != later.seq - 1 or len(version.metadata.row_groups or []) > len(
-            later.metadata.row_groups or []
-        ):
+        earlier_groups = version.metadata.row_groups or []
+        later_groups = later.metadata.row_groups or []
+        broken = (
+            "commit numbers"
+            if version.seq != later.seq - 1
+            else "schemas"
+            if version.metadata.schema != later.metadata.schema
+            else "row groups"
+            if later_groups[: len(earlier_groups)] != earlier_groups
+            else None
+        )
+        if broken is not None:
             raise CorruptFileError(
-                f"The footer chain breaks between commit {version.seq} and {later.seq}.",
+                f"The footer chain breaks between commit {version.seq} (footer at "
+                f"{version.footer_offset}) and commit {later.seq} (footer at "
+                f"{later.footer_offset}): their {broken} do not continue each other.",
                 later.footer_offset,
             )
         versions.append(version)
@@ -291,6 +328,60 @@ def newest_footer(read: ReadAt, data_size: int, keys: FooterKeys | None = None) 
     raise CorruptFileError("data.parquet holds no complete footer.", 0)
 
 
+def _check_committed(sidecar: Sidecar, data_size: int, read: ReadAt) -> tuple[bool, int]:
+    """Check data.parquet against an intact ``_pm``: leading magic, and each committed
+    version's Parquet tail against its recorded XXH64.
+
+    Returns:
+        Whether the newest version's checksum was verified, and how many versions had none.
+
+    Raises:
+        CorruptFileError: data.parquet is shorter than committed, its magic or a committed
+            Parquet footer is damaged.
+    """
+    committed_size = sidecar.footers[0][1].parquet_file_size
+    if committed_size > data_size:
+        raise CorruptFileError(
+            f"data.parquet has {data_size} bytes but {committed_size} are committed.",
+            data_size,
+        )
+    magic = bytes(read(0, 4))
+    if magic not in (MAGIC, ENCRYPTED_MAGIC):
+        raise CorruptFileError(
+            f"data.parquet starts with {magic!r}, not PAR1 or PARE: its committed prefix is "
+            "damaged.",
+            0,
+        )
+    unchecked = 0
+    for _pm_size, footer in sidecar.footers:
+        stored = footer.parquet_footer_checksum
+        if stored is None:
+            unchecked += 1
+            continue
+        offset, size = footer.parquet_footer_offset, footer.parquet_footer_length + 8
+        actual = parquet_footer_checksum(read(offset, size))
+        if actual != stored:
+            raise CorruptFileError(
+                f"The committed Parquet footer of data.parquet at bytes [{offset}, "
+                f"{offset + size}) has XXH64 {actual:#018x}, but _pm recorded {stored:#018x}: "
+                "damage inside the committed prefix.",
+                offset,
+            )
+    return sidecar.footers[0][1].parquet_footer_checksum is not None, unchecked
+
+
+def _check_chain_agrees(sidecar: Sidecar, versions: list[FooterVersion]) -> None:
+    """The Parquet footer chain must name exactly the versions the ``_pm`` chain lists."""
+    recorded = [footer.parquet_file_size for _, footer in reversed(sidecar.footers)]
+    walked = [version.parquet_size for version in versions]
+    if recorded != walked:
+        raise CorruptFileError(
+            f"The Parquet footers of data.parquet chain through sizes {walked} "
+            f"(streamwrite.prev_size), but _pm lists the committed sizes {recorded}.",
+            versions[-1].footer_offset,
+        )
+
+
 def _sidecar_matches(sidecar: Sidecar, version: FooterVersion) -> bool:
     footer = sidecar.footers[0][1]
     return footer.parquet_file_size == version.parquet_size and len(
@@ -318,7 +409,8 @@ def plan_recovery(
         The plan; its actions are empty when the files are already exactly committed.
 
     Raises:
-        CorruptFileError: damage inside the committed prefix of data.parquet.
+        CorruptFileError: damage inside the committed prefix of data.parquet (also a committed
+            Parquet footer whose checksum does not match the one ``_pm`` recorded).
         EncryptionError: encrypted footers without ``keys``, or keys that do not open them.
     """
     reason: str | None = None
@@ -336,19 +428,22 @@ def plan_recovery(
             reason = f"_pm is corrupt ({exc})"
             sidecar = None
     if sidecar is not None:
-        committed_size = sidecar.footers[0][1].parquet_file_size
-        if committed_size > data_size:
+        verified, unchecked = _check_committed(sidecar, data_size, read)
+        newest = parse_footer_at(read, sidecar.footers[0][1].parquet_file_size, keys)
+        if not _sidecar_matches(sidecar, newest) and verified:
             raise CorruptFileError(
-                f"data.parquet has {data_size} bytes but {committed_size} are committed.",
-                data_size,
+                "The newest committed Parquet footer of data.parquet matches the checksum _pm "
+                "recorded but not the row groups _pm lists.",
+                newest.footer_offset,
             )
-        newest = parse_footer_at(read, committed_size, keys)
         if _sidecar_matches(sidecar, newest):
             versions = _chain(read, newest, keys)
+            _check_chain_agrees(sidecar, versions)
             plan = RecoveryPlan(
                 versions,
                 pm_data[: sidecar.committed_size] if pm_data else b"",
                 sidecar.committed_size,
+                unchecked_footers=unchecked,
             )
             plan.torn_pm_bytes = len(pm_data or b"") - sidecar.committed_size
             if plan.torn_pm_bytes:

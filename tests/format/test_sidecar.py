@@ -17,6 +17,7 @@ from streamwrite.format.sidecar import (
     FEATURE_BLOOM_FILTERS,
     FEATURE_BLOOM_FILTERS_EXTERNAL,
     FEATURE_SORTING_IS_DTS_ASC,
+    FOOTER_FEATURE_PARQUET_FOOTER_XXH64,
     QUESTDB_TIMESTAMP_NANO,
     ChunkRecord,
     ColumnDescriptor,
@@ -29,12 +30,14 @@ from streamwrite.format.sidecar import (
     encode_header,
     encode_row_group_block,
     encoding_mask,
+    parquet_footer_checksum,
     patch_committed_size,
     questdb_type_code,
     read_footer_at,
     read_header,
     read_row_group_block,
     read_sidecar,
+    read_version,
 )
 from streamwrite.format.structs import (
     IntType,
@@ -631,8 +634,175 @@ def test_footer_round_trip(data: st.DataObject) -> None:
         prev_pm_size=0,
         bloom_offsets=tuple(o for p in picks for o in inlined[p]) if header.bloom_inlined else (),
         external_bloom=external,
+        parquet_footer_checksum=data.draw(st.none() | u64s),
     )
     file += encode_footer(footer, len(file), header, zlib.crc32(bytes(file[8:])))
     assert read_footer_at(bytes(file), len(file), header) == footer
     file[0:8] = patch_committed_size(len(file))
     assert read_sidecar(bytes(file)).footers == [(len(file), footer)]
+
+
+# ------------------------------------------------------------------- Parquet footer checksum
+def build_checked(commits: int, header: SidecarHeader | None = None) -> tuple[bytearray, list[int]]:
+    """Like :func:`build`, each footer recording the checksum of a made-up Parquet tail."""
+    h = header or three_columns()
+    w = SidecarWriter(h)
+    buf = bytearray(w.start())
+    sizes = []
+    for i in range(commits):
+        bitsets = (b"\xaa" * 32, None) if h.bloom_inlined else ()
+        checksum = parquet_footer_checksum(b"tail %d" % i)
+        out, size = w.commit([block(i, bitsets)], 1000 * (i + 1), 50 + i, 7 * i,
+                             parquet_footer_checksum=checksum)  # fmt: skip
+        buf += out
+        buf[0:8] = patch_committed_size(size)
+        sizes.append(size)
+    return buf, sizes
+
+
+def test_parquet_footer_checksum_is_xxh64_seed_0() -> None:
+    # XXH64 reference values (xxhash's own test vectors): "" and "a", seed 0.
+    assert parquet_footer_checksum(b"") == 0xEF46DB3751D8E999
+    assert parquet_footer_checksum(b"a") == 0xD24EC4F1A98C6E5B
+    assert parquet_footer_checksum(memoryview(b"xa")[1:]) == 0xD24EC4F1A98C6E5B
+
+
+def test_footer_checksum_section_layout() -> None:
+    """Footer bit 31 set; the u64 sits after the bloom section, right before the CRC."""
+    buf, sizes = build_checked(2)
+    data = bytes(buf)
+    size = sizes[-1]
+    length = u32(data, size - 4)
+    start = size - 4 - length
+    assert u64(data, start + 32) == FOOTER_FEATURE_PARQUET_FOOTER_XXH64 == 1 << 31
+    bloom_at = start + 40 + 4 * 2
+    checksum_at = bloom_at + 4 * 2 * 2  # two row groups x two bloom columns, u32 each
+    assert u64(data, checksum_at) == parquet_footer_checksum(b"tail 1")
+    crc_at = checksum_at + 8
+    assert crc_at == size - 8 and length == crc_at + 4 - start
+    assert u32(data, crc_at) == zlib.crc32(data[8:crc_at])
+    footers = read_sidecar(data).footers
+    assert [f.parquet_footer_checksum for _, f in footers] == [
+        parquet_footer_checksum(b"tail 1"),
+        parquet_footer_checksum(b"tail 0"),
+    ]
+    assert all(f.footer_feature_flags == 0 for _, f in footers)  # the bit lives in the field
+
+
+def test_footer_without_checksum_still_reads() -> None:
+    """Footers written before the checksum existed: no bit, no section, checksum None."""
+    buf, sizes = build(2)
+    footers = read_sidecar(bytes(buf)).footers
+    assert [f.parquet_footer_checksum for _, f in footers] == [None, None]
+    # A file mixing both (an old file appended to by this version) reads too.
+    w = SidecarWriter.resume(bytes(buf), sizes[-1])
+    out, size = w.commit([block(5)], 9000, 60, 1, parquet_footer_checksum=12345)
+    buf += out
+    buf[0:8] = patch_committed_size(size)
+    footers = read_sidecar(bytes(buf)).footers
+    assert [f.parquet_footer_checksum for _, f in footers] == [12345, None, None]
+
+
+def test_a_reader_that_does_not_know_bit_31_skips_the_section() -> None:
+    """Bit 31 is optional (spec: bits 0-31 may be ignored). Played by a file whose footer sets
+    an unknown optional bit and carries an unknown section where ours would be: read as
+    before, and so is ours by a reader that does not know it (FOOTER_LENGTH bounds both)."""
+    buf, sizes = build(1, three_columns(0))
+    data = bytes(buf)
+    start = sizes[0] - 4 - u32(data, sizes[0] - 4)
+    crc_at = sizes[0] - 8
+    extended = bytearray(data[:crc_at]) + b"\x11" * 8
+    extended[start + 32 : start + 40] = U64.pack(1 << 30)
+    extended += U32.pack(zlib.crc32(bytes(extended[8:])))
+    extended += U32.pack(len(extended) - start)
+    extended[0:8] = patch_committed_size(len(extended))
+    footer = read_sidecar(bytes(extended)).footers[0][1]
+    assert footer.footer_feature_flags == 1 << 30 and footer.parquet_footer_checksum is None
+    assert footer.row_group_offsets == read_sidecar(data).footers[0][1].row_group_offsets
+
+
+def test_checksum_bit_without_room_for_it_is_corrupt() -> None:
+    buf, sizes = build(1, three_columns(0))
+    start = sizes[0] - 4 - u32(bytes(buf), sizes[0] - 4)
+    buf[start + 32 : start + 40] = U64.pack(FOOTER_FEATURE_PARQUET_FOOTER_XXH64)
+    recrc(buf, sizes)
+    with pytest.raises(CorruptFileError, match="checksum runs past"):
+        read_sidecar(bytes(buf))
+
+
+def test_footer_feature_flags_are_not_written_directly() -> None:
+    h = three_columns(0)
+    with pytest.raises(ConfigError, match="footer_feature_flags"):
+        encode_footer(
+            SidecarFooter(0, 0, (), 0, 0, footer_feature_flags=FOOTER_FEATURE_PARQUET_FOOTER_XXH64),
+            1000,
+            h,
+            0,
+        )
+
+
+# ------------------------------------------------------------------ commit point distance
+@pytest.mark.parametrize("header_flags", [0, FEATURE_BLOOM_FILTERS])
+def test_no_single_bit_flip_of_the_commit_point_names_another_version(header_flags: int) -> None:
+    """PARQUET_META_FILE_SIZE is outside the CRC: every committed size differs from 0 and from
+    every earlier one in at least two bits, also across resume."""
+    h = three_columns(header_flags)
+    w = SidecarWriter(h)
+    buf = bytearray(w.start())
+    sizes: list[int] = []
+    for i in range(200):
+        if i == 100:
+            w = SidecarWriter.resume(bytes(buf), sizes[-1])
+        bitsets = (b"\xaa" * 32, None) if h.bloom_inlined else ()
+        new = [block(i, bitsets)] * (i % 3)
+        out, size = w.commit(new, 1000 * (i + 1), 50, 0, parquet_footer_checksum=i)
+        buf += out
+        buf[0:8] = patch_committed_size(size)
+        sizes.append(size)
+    assert all(s.bit_count() >= 2 for s in sizes)
+    for k, size in enumerate(sizes):
+        assert all((size ^ earlier).bit_count() >= 2 for earlier in sizes[:k]), k
+    assert len(read_sidecar(bytes(buf)).footers) == 200
+    flipped_onto_a_version = 0
+    for bit in range(64):
+        damaged = bytearray(buf)
+        damaged[0:8] = U64.pack(sizes[-1] ^ (1 << bit))
+        with contextlib.suppress(CorruptFileError, UnsupportedError):
+            read_sidecar(bytes(damaged))
+            flipped_onto_a_version += 1
+    assert flipped_onto_a_version == 0
+
+
+def test_padding_is_needed_sometimes_and_then_8_bytes_at_a_time() -> None:
+    """Without the rule some commits would land one bit from an earlier size: the writer pads
+    those by a few multiples of 8 bytes."""
+    w = SidecarWriter(three_columns(0))
+    w.start()
+    footer_size = 40 + 8 + 4 + 4  # fixed part, checksum section, CRC, FOOTER_LENGTH
+    paddings = []
+    for i in range(300):
+        out, _ = w.commit([], 1000 * (i + 1), 50, 0, parquet_footer_checksum=i)
+        paddings.append(len(out) - footer_size)
+    assert all(p % 8 == 0 and 0 <= p <= 64 for p in paddings)
+    assert 0 < sum(p > 0 for p in paddings) < 100
+
+
+# ------------------------------------------------------------------------------ read_version
+def test_read_version_finds_each_committed_version() -> None:
+    buf, sizes = build_checked(3)
+    data = bytes(buf)
+    header, pm_size, newest = read_version(data)
+    assert pm_size == sizes[-1] and newest.parquet_file_size == 3000 + 52 + 8
+    for i, size in enumerate(sizes):
+        _, pm_size, footer = read_version(data, 1000 * (i + 1) + 50 + i + 8)
+        assert pm_size == size
+        assert footer.parquet_footer_checksum == parquet_footer_checksum(b"tail %d" % i)
+    assert header == read_sidecar(data).header
+    with pytest.raises(ConfigError, match="1058, 2059, 3060"):
+        read_version(data, 1234)
+    damaged = bytearray(data)
+    damaged[100] ^= 1
+    with pytest.raises(CorruptFileError):
+        read_version(bytes(damaged))
+    with pytest.raises(CorruptFileError, match="never been committed"):
+        read_version(bytes(8) + data[8:])
