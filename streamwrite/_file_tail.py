@@ -45,6 +45,7 @@ from streamwrite.format.sidecar import (
 )
 from streamwrite.format.thrift import deserialize
 from streamwrite.layout.actions import LiveFileName
+from streamwrite.layout.txn import RETIRED_DATA_FILE
 from workers.cipher import FOOTER_SIGNATURE_SIZE
 from workers.decode import KERNEL_ERRORS
 
@@ -88,22 +89,14 @@ class _Bytes:
             if path.is_dir():  # a live file: only its committed sizes exist for readers
                 self.live = live_version(path, snapshot)
                 snapshot = self.live.footer.parquet_file_size
-                path = path / LiveFileName.DATA.value
+                self._file = _open_live_data(path)
             elif snapshot is not None and not path.exists():
                 raise CorruptFileError(
                     f"{str(path)!r} does not exist, but its committed snapshot of {snapshot} "
                     "bytes was asked for (a table's _txn names it): committed data is gone."
                 )
-            try:
-                self._file = open(path, "rb")  # noqa: SIM115
-            except FileNotFoundError as exc:
-                if self.live is None:
-                    raise  # a plain path that does not exist: as pyarrow
-                raise CorruptFileError(
-                    f"The live file {str(path.parent)!r} has a committed _pm but no "
-                    f"{path.name}: committed data is gone.",
-                    0,
-                ) from exc
+            else:  # a plain path that does not exist raises FileNotFoundError, as pyarrow
+                self._file = open(path, "rb")  # noqa: SIM115 - closed by close()
             self._owned = True
             self.size = os.fstat(self._file.fileno()).st_size
         else:
@@ -135,6 +128,26 @@ class _Bytes:
     def close(self) -> None:
         if self._owned and self._file is not None:
             self._file.close()
+
+
+def _open_live_data(directory: Path) -> IO[bytes]:
+    """Open the data file of a live file: ``data.parquet``, or ``_data.retired`` once
+    compaction retired the table segment it is (a retire renames one way only, so trying the
+    names in this order never misses a file that exists).
+
+    Raises:
+        CorruptFileError: neither exists, though ``_pm`` records a commit.
+    """
+    for name in (LiveFileName.DATA.value, RETIRED_DATA_FILE):
+        try:
+            return open(directory / name, "rb")  # _Bytes.close closes it
+        except FileNotFoundError:
+            continue
+    raise CorruptFileError(
+        f"The live file {str(directory)!r} has a committed _pm but no "
+        f"{LiveFileName.DATA.value}: committed data is gone.",
+        0,
+    )
 
 
 def committed_size(directory: Path) -> int:

@@ -9,10 +9,10 @@ passed since it was retired. Snapshots from :func:`read_snapshot` pin nothing.
 Where a segment's data is (``layout/txn.py``): ``data.parquet`` while it is listed, then
 ``_data.retired`` once compaction retired it, until it is deleted. A snapshot's segments may
 be retired (and their data file renamed) at any moment while it is read, and a rename never
-goes back, so :func:`open_segment_data` tries ``data.parquet`` first and then the retired
-name: whichever it opens stays readable through the open file, even if it is renamed or
-deleted afterwards. :func:`segment_data_path` answers the same question as a path (for
-readers that open by name: try again on ``FileNotFoundError``).
+goes back, so the reader (``streamwrite._file_tail``) opens ``data.parquet`` first and then
+the retired name: whichever it opens stays readable through the open file, even if it is
+renamed or deleted afterwards. :func:`segment_data_path` answers the same question as a path
+(for readers that open by name: try again on ``FileNotFoundError``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import weakref
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
 
 import anyio
 import pyarrow as pa
@@ -52,7 +51,6 @@ __all__ = [
     "TableSnapshot",
     "Unit",
     "by_segment",
-    "open_segment_data",
     "read_snapshot",
     "segment_data_path",
     "snapshot_of",
@@ -74,8 +72,8 @@ class TableCommit:
 def _missing(directory: Path) -> CorruptFileError:
     return CorruptFileError(
         f"The segment {str(directory)!r} that the table's _txn names has no data file (neither "
-        f"{DATA_FILE} nor {RETIRED_DATA_FILE}): it was deleted, or a retired segment was "
-        "swept after its grace period while this snapshot was read.",
+        f"{DATA_FILE} nor {RETIRED_DATA_FILE}): committed data is gone. It was deleted, or a "
+        "retired segment was swept after its grace period while this snapshot was read.",
         0,
     )
 
@@ -86,7 +84,7 @@ def segment_data_path(directory: Path) -> Path:
 
     Returns:
         The path (it may be renamed from the first to the second name after this returns:
-        open it, and on ``FileNotFoundError`` ask again, or use :func:`open_segment_data`).
+        open it, and on ``FileNotFoundError`` ask again).
 
     Raises:
         CorruptFileError: the segment has neither file.
@@ -94,24 +92,6 @@ def segment_data_path(directory: Path) -> Path:
     for name in (DATA_FILE, RETIRED_DATA_FILE):
         if (directory / name).is_file():
             return directory / name
-    raise _missing(directory)
-
-
-def open_segment_data(directory: Path) -> BinaryIO:
-    """Open the data file of the segment in ``directory``, listed or retired (race-free: a
-    retire renames ``data.parquet`` to ``_data.retired``, never back).
-
-    Returns:
-        The file, open for binary reading (the caller closes it).
-
-    Raises:
-        CorruptFileError: the segment has neither file.
-    """
-    for name in (DATA_FILE, RETIRED_DATA_FILE):
-        try:
-            return open(directory / name, "rb")
-        except FileNotFoundError:
-            continue
     raise _missing(directory)
 
 
@@ -192,15 +172,26 @@ class TableSnapshot:
 
         tables = []
         for name, size in self.files:
-            with open_segment_data(self.path / name) as data:
-                tables.append(
-                    read_table(data, snapshot=size, columns=columns, decryption=decryption)
-                )
+            if not (self.path / name).is_dir():
+                raise _missing(self.path / name)
+            # The segment as a live file: _pm's CRC, the footer's XXH64 and schema are checked
+            # (its data file is data.parquet, or _data.retired once compaction retired it).
+            tables.append(
+                read_table(self.path / name, snapshot=size, columns=columns, decryption=decryption)
+            )
         if not tables:
             schema = decode_arrow_schema(decode_txn((self.path / TXN_FILE).read_bytes()).schema)
             return (
                 schema if columns is None else pa.schema([schema.field(c) for c in columns])
             ).empty_table()
+        for (name, _), table in zip(self.files, tables, strict=True):
+            if not table.schema.equals(tables[0].schema, check_metadata=False):
+                raise CorruptFileError(
+                    f"The segment {name!r} of the table {str(self.path)!r} has the schema "
+                    f"{table.schema}, but {self.files[0][0]!r} has {tables[0].schema}: every "
+                    "segment of a table has the table's schema.",
+                    0,
+                )
         return pa.concat_tables(tables)
 
     def release(self) -> None:

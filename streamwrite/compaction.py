@@ -34,7 +34,7 @@ Steps of one compaction (each a kill point the crash test covers)::
                 the run's segments with the time: the switch is atomic for readers of _txn
     retire      rename each retired segment's data.parquet to _data.retired (directory
                 fsynced): engines reading the directory no longer see it, pinned snapshots
-                still read it (streamwrite._table_state.open_segment_data)
+                still read it (the reader opens data.parquet, then _data.retired)
     sweep       retired segments past grace_seconds that no snapshot of this process pins
                 are deleted, then a _txn without them is published
     done

@@ -66,7 +66,7 @@ from streamwrite.layout.recovery import (
 from streamwrite.live_info import Snapshot, snapshots_from_sidecar
 from streamwrite.options import BloomFilterOptions, WriteOptions, make_write_options
 from streamwrite.schema import ParquetSchema, arrow_to_parquet, parquet_to_arrow
-from streamwrite.writer import as_table, encode_row_group
+from streamwrite.writer import as_table, check_write_options, encode_row_group
 from workers.chunk import EncodedChunk
 
 __all__ = ["Commit", "EncodedRowGroup", "LiveFile", "Snapshot", "recover"]
@@ -293,7 +293,11 @@ class LiveFile:
         data_file: str,
     ) -> LiveFile:
         exists = (directory / data_file).exists()
-        if not exists:
+        if not exists:  # checked before anything is created
+            if schema is None:
+                raise ConfigError(f"A new live file at {str(directory)!r} needs a schema.")
+            options = make_write_options(schema.names, caller="LiveFile.open", **write_options)
+            check_write_options(arrow_to_parquet(schema), options)
             directory.mkdir(parents=True, exist_ok=True)
         io = LiveFileIO(directory, create=True, hook=hook, data_file=data_file)
         try:
@@ -326,7 +330,7 @@ class LiveFile:
     ) -> LiveFile:
         assert schema is not None
         parquet_schema = arrow_to_parquet(schema)
-        options = make_write_options(schema.names, **write_options)
+        options = make_write_options(schema.names, caller="LiveFile.open", **write_options)
         encryptor = (
             None
             if encryption is None
@@ -360,7 +364,9 @@ class LiveFile:
                 f"The live file at {str(directory)!r} has schema {parquet_schema.arrow_schema}, "
                 f"not {schema}."
             )
-        options = make_write_options(parquet_schema.arrow_schema.names, **write_options)
+        options = make_write_options(
+            parquet_schema.arrow_schema.names, caller="LiveFile.open", **write_options
+        )
         options = _keep_bloom_columns(options, sidecar_header.bloom_columns, parquet_schema)
         appender = _resume_appender(plan, parquet_schema, options, encryptor)
         return cls(directory, io, appender, parquet_schema, options, plan, keys)

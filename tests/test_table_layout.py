@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import streamwrite
-from streamwrite._table_state import open_segment_data, read_snapshot, segment_data_path
+from streamwrite._table_state import read_snapshot, segment_data_path
 from streamwrite.compaction import CompactionPolicy
 from streamwrite.errors import ConfigError, CorruptFileError
 from streamwrite.layout.partitioning import split_by_partition
@@ -156,7 +156,7 @@ def test_compaction_retires_data_out_of_every_engines_reach(tmp_path: Path) -> N
             files = dict(zip((n for n, _ in pinned.files), pinned.data_files(), strict=True))
             for name, data in files.items():
                 assert data == path / name / (RETIRED_DATA_FILE if name in retired else DATA_FILE)
-                with open_segment_data(path / name) as f:
+                with open(segment_data_path(path / name), "rb") as f:
                     assert f.read(4) == b"PAR1"
             pinned.release()
         finally:
