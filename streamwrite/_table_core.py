@@ -354,7 +354,7 @@ class Table:
                     for live, row_groups in by_segment(unit.parts[name]):
                         commit = await live.commit_encoded(row_groups, ((KV_TXN, marker),))
                         written.setdefault(name, []).append(
-                            Segment(live.path.name, commit.parquet_size)
+                            Segment(live.path.name, commit.parquet_size, commit.footer_checksum)
                         )
             except BaseException as exc:
                 self._poisoned = exc

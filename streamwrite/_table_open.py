@@ -46,6 +46,7 @@ from typing import Any
 import anyio
 import pyarrow as pa
 
+from streamwrite._file_tail import live_version
 from streamwrite._io import fsync_directory
 from streamwrite.encryption import FileEncryption
 from streamwrite.errors import ConfigError, CorruptFileError, StreamwriteError, StreamwriteIOError
@@ -58,6 +59,7 @@ from streamwrite.layout.txn import (
     FORMAT_VERSION,
     PENDING_DATA_FILE,
     RETIRED_DATA_FILE,
+    Segment,
     TxnRecord,
     segment_number,
 )
@@ -218,6 +220,27 @@ def _is_clean(directory: Path, listed: int) -> bool:
     return size == listed and _committed_size(directory) == listed
 
 
+def _check_footer_checksum(directory: Path, segment: Segment) -> None:
+    """Check that the segment's ``_pm`` records, for its listed size, the footer XXH64 that
+    ``_txn`` recorded when the table committed it (a ``_pm`` rebuilt from a damaged footer
+    chain, or replaced, records another one).
+
+    Raises:
+        CorruptFileError: the two differ.
+    """
+    if segment.footer_xxh64 is None:  # committed before streamwrite recorded it
+        return
+    recorded = live_version(directory, segment.size).footer.parquet_footer_checksum
+    if recorded != segment.footer_xxh64:
+        shown = "none" if recorded is None else f"{recorded:#018x}"
+        raise CorruptFileError(
+            f"The segment {str(directory)!r} at its committed size {segment.size}: the table's "
+            f"_txn recorded Parquet footer XXH64 {segment.footer_xxh64:#018x}, its _pm records "
+            f"{shown}. The footer or _pm was damaged or replaced; nothing was changed.",
+            0,
+        )
+
+
 async def _open_at(
     directory: Path,
     listed: int,
@@ -277,6 +300,7 @@ async def recover_segments(
             if not _is_clean(directory, segment.size):
                 live = await _open_at(directory, segment.size, schema, write_options, encryption)
                 await live.close()
+            _check_footer_checksum(directory, segment)
     missing = [name for name in record.partitions if not (path / name).is_dir()]
     if missing:
         raise CorruptFileError(

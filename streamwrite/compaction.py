@@ -298,7 +298,8 @@ async def compact_partition(
         step("publish")
         await anyio.to_thread.run_sync(publish_pending, live.path)
         step("swap")
-        merged = Segment(live.path.name, size)
+        assert live.last_commit.parquet_size == size
+        merged = Segment(live.path.name, size, live.last_commit.footer_checksum)
         attempted = True
         await table.swap_segments(partition, status.merge, merged)
     finally:

@@ -196,6 +196,7 @@ def _resume_appender(
         seq=current.seq,
         pm_size=plan.pm_size,
         unused_bytes=newest.unused_bytes,
+        footer_checksum=newest.parquet_footer_checksum,
     )
 
 

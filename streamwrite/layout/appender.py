@@ -109,6 +109,10 @@ class Commit:
     parquet_size: int
     num_rows: int
     num_row_groups: int
+    footer_checksum: int | None = None
+    """XXH64 of the Parquet tail ending at ``parquet_size`` (FileMetaData, its length, the
+    magic), as ``_pm`` records it; None for a commit made before streamwrite recorded them.
+    Tables record it in ``_txn`` too."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,6 +333,7 @@ class Appender:
         seq: int,
         pm_size: int,
         unused_bytes: int,
+        footer_checksum: int | None = None,
     ) -> None:
         self.writer = writer
         self._column_meta = (
@@ -342,7 +347,9 @@ class Appender:
         self.unused_bytes = unused_bytes
         self.state = AppenderState.READY
         self._pending: PendingCommit | None = None
-        self.last_commit = Commit(seq, writer.offset, writer.num_rows, len(writer.row_groups))
+        self.last_commit = Commit(
+            seq, writer.offset, writer.num_rows, len(writer.row_groups), footer_checksum
+        )
         """The newest acknowledged commit (a failed commit never changes it)."""
 
     @classmethod
@@ -448,13 +455,14 @@ class Appender:
         unused = self.unused_bytes + previous_footer_size
         tail_size = writer.last_footer_length + 8
         assert writer.last_footer_offset + tail_size == writer.offset  # the tail ends the file
+        checksum = parquet_footer_checksum(memoryview(appended)[len(appended) - tail_size :])
         pm_bytes, pm_size = self.sidecar.commit(
             blocks,
             writer.last_footer_offset,
             writer.last_footer_length,
             unused,
             external_bloom=blooms,
-            parquet_footer_checksum=parquet_footer_checksum(appended[len(appended) - tail_size :]),
+            parquet_footer_checksum=checksum,
         )
         pm_start = pm_size - len(pm_bytes)
         actions: list[Action] = [WriteAt(f, off, data) for f, off, data in prefix]
@@ -471,6 +479,7 @@ class Appender:
             parquet_size=writer.offset,
             num_rows=writer.num_rows,
             num_row_groups=len(writer.row_groups),
+            footer_checksum=checksum,
         )
         self.state = AppenderState.COMMITTING
         self._pending = PendingCommit(tuple(actions), commit, pm_size)

@@ -38,10 +38,12 @@ whole version or the next. Layout (UTF-8 JSON, keys sorted)::
       "schema": "<base64>",               the table's Arrow schema (as ARROW:schema)
       "timestamp": "ts" | null,           the designated timestamp column
       "partition_by": "day" | null,       hour | day | month | null (one "sw_partition=all")
-      "partitions": {"ts_day=2026-11-22": [["seg-000000", 123456], ["seg-000003", 4096]], ...},
+      "partitions": {"ts_day=2026-11-22": [["seg-000000", 123456, 9001], ...], ...},
                                           each partition (its directory name) and its
                                           segments in row order, with the committed
-                                          data.parquet size of each
+                                          data.parquet size of each and the XXH64 of the
+                                          Parquet footer ending there (as its _pm records
+                                          it; absent where that commit recorded none)
       "retired": [["ts_day=2026-11-22/seg-000001", 1795000000.5], ...],
                                           segments replaced by compaction, and when (Unix
                                           seconds): deleted once no reader can need them
@@ -124,10 +126,13 @@ def segment_number(name: str) -> int | None:
 
 @dataclass(frozen=True, slots=True)
 class Segment:
-    """One segment of a partition: its directory name and committed ``data.parquet`` size."""
+    """One segment of a partition: its directory name, committed ``data.parquet`` size and
+    the XXH64 of the Parquet footer ending there (as its ``_pm`` records it; None when the
+    segment's commit did not record one)."""
 
     name: str
     size: int
+    footer_xxh64: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +256,10 @@ class TxnRecord:
         )
 
 
+def _segment(name: str, size: int, footer_xxh64: int | None = None) -> Segment:
+    return Segment(str(name), int(size), None if footer_xxh64 is None else int(footer_xxh64))
+
+
 def _body(record: TxnRecord) -> dict[str, Any]:
     return {
         "format": FORMAT,
@@ -260,7 +269,11 @@ def _body(record: TxnRecord) -> dict[str, Any]:
         "timestamp": record.timestamp,
         "partition_by": record.partition_by,
         "partitions": {
-            name: [[segment.name, segment.size] for segment in segments]
+            name: [
+                [segment.name, segment.size]
+                + ([] if segment.footer_xxh64 is None else [segment.footer_xxh64])
+                for segment in segments
+            ]
             for name, segments in sorted(record.partitions.items())
         },
         "retired": [[r.path, r.since] for r in record.retired],
@@ -316,7 +329,7 @@ def decode_txn(data: bytes) -> TxnRecord:
             timestamp=body["timestamp"],
             partition_by=body["partition_by"],
             partitions={
-                str(name): tuple(Segment(str(seg), int(size)) for seg, size in segments)
+                str(name): tuple(_segment(*entry) for entry in segments)
                 for name, segments in body["partitions"].items()
             },
             applied={str(k): int(v) for k, v in body["applied"].items()},
@@ -341,6 +354,8 @@ def _check(record: TxnRecord) -> None:
             raise ValueError(f"partition {partition!r} has bad or repeated segment names")
         if any(segment.size < 0 for segment in segments):
             raise ValueError(f"partition {partition!r} has a negative size")
+        if any(not 0 <= (segment.footer_xxh64 or 0) < 2**64 for segment in segments):
+            raise ValueError(f"partition {partition!r} has a footer checksum out of range")
     for retired in record.retired:
         partition, _, name = retired.path.partition("/")
         if not _PARTITION.fullmatch(partition) or segment_number(name) is None:
