@@ -46,12 +46,10 @@ from typing import Any
 import anyio
 import pyarrow as pa
 
-from streamwrite._file_tail import live_version
 from streamwrite._io import fsync_directory
 from streamwrite.encryption import FileEncryption
 from streamwrite.errors import ConfigError, CorruptFileError, StreamwriteError, StreamwriteIOError
-from streamwrite.format._sidecar_header import read_header
-from streamwrite.format.sidecar import read_footer_at
+from streamwrite.format.sidecar import SidecarFooter, read_version
 from streamwrite.layout.actions import LiveFileName
 from streamwrite.layout.partitioning import check_timestamp_field, partition_name
 from streamwrite.layout.txn import (
@@ -197,40 +195,32 @@ def migrate_layout(path: Path, record: TxnRecord) -> TxnRecord:
     return migrated
 
 
-def _committed_size(directory: Path) -> int | None:
-    """The committed ``data.parquet`` size named by a segment's ``_pm``, None if unreadable."""
+def _clean_footer(directory: Path, listed: int) -> SidecarFooter | None:
+    """The newest ``_pm`` footer of the segment (one read of ``_pm``) if the segment is
+    clean: ``_pm`` is intact, its newest commit is the listed size, and ``data.parquet`` ends
+    there (no torn tail: an append killed after writing its footer to ``data.parquet`` leaves
+    one that engines reading the file from its end would take for the newest commit). None
+    otherwise: the segment needs recovery."""
     try:
-        data = (directory / LiveFileName.PM.value).read_bytes()
-        header, pm_size = read_header(data)
-        if pm_size == 0:
+        if (directory / DATA_FILE).stat().st_size != listed:
             return None
-        return read_footer_at(data, pm_size, header).parquet_file_size
+        _, _, footer = read_version((directory / LiveFileName.PM.value).read_bytes())
     except (OSError, StreamwriteError):
         return None
+    return footer if footer.parquet_file_size == listed else None
 
 
-def _is_clean(directory: Path, listed: int) -> bool:
-    """The segment's ``_pm`` names its listed size and ``data.parquet`` ends there: no torn
-    tail (an append killed after writing its footer to ``data.parquet`` leaves one that
-    engines reading the file from its end would take for the newest commit)."""
-    try:
-        size = (directory / DATA_FILE).stat().st_size
-    except OSError:
-        return False
-    return size == listed and _committed_size(directory) == listed
-
-
-def _check_footer_checksum(directory: Path, segment: Segment) -> None:
-    """Check that the segment's ``_pm`` records, for its listed size, the footer XXH64 that
-    ``_txn`` recorded when the table committed it (a ``_pm`` rebuilt from a damaged footer
-    chain, or replaced, records another one).
+def _check_footer_checksum(directory: Path, segment: Segment, footer: SidecarFooter) -> None:
+    """Check that the segment's ``_pm`` footer for its listed size records the footer XXH64
+    that ``_txn`` recorded when the table committed it (a ``_pm`` rebuilt from a damaged
+    footer chain, or replaced, records another one).
 
     Raises:
         CorruptFileError: the two differ.
     """
     if segment.footer_xxh64 is None:  # committed before streamwrite recorded it
         return
-    recorded = live_version(directory, segment.size).footer.parquet_footer_checksum
+    recorded = footer.parquet_footer_checksum
     if recorded != segment.footer_xxh64:
         shown = "none" if recorded is None else f"{recorded:#018x}"
         raise CorruptFileError(
@@ -297,10 +287,18 @@ async def recover_segments(
                 delete_segment(entry)
         for segment in segments:
             directory = child / segment.name
-            if not _is_clean(directory, segment.size):
+            footer = _clean_footer(directory, segment.size)
+            if footer is None:
                 live = await _open_at(directory, segment.size, schema, write_options, encryption)
-                await live.close()
-            _check_footer_checksum(directory, segment)
+                await live.close()  # recovered: the listed size is now the newest commit
+                footer = _clean_footer(directory, segment.size)
+                if footer is None:
+                    raise CorruptFileError(
+                        f"The segment {str(directory)!r} does not end at its listed size "
+                        f"{segment.size} after recovery.",
+                        0,
+                    )
+            _check_footer_checksum(directory, segment, footer)
     missing = [name for name in record.partitions if not (path / name).is_dir()]
     if missing:
         raise CorruptFileError(
