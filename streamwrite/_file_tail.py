@@ -90,11 +90,6 @@ class _Bytes:
                 self.live = live_version(path, snapshot)
                 snapshot = self.live.footer.parquet_file_size
                 self._file = _open_live_data(path)
-            elif snapshot is not None and not path.exists():
-                raise CorruptFileError(
-                    f"{str(path)!r} does not exist, but its committed snapshot of {snapshot} "
-                    "bytes was asked for (a table's _txn names it): committed data is gone."
-                )
             else:  # a plain path that does not exist raises FileNotFoundError, as pyarrow
                 self._file = open(path, "rb")  # noqa: SIM115 - closed by close()
             self._owned = True

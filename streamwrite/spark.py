@@ -81,7 +81,7 @@ import anyio
 import pyarrow as pa
 
 from streamwrite.errors import ConfigError, SchemaError, UnsupportedError
-from streamwrite.layout.batch_ids import check_batch_id
+from streamwrite.layout.batch_ids import check_on_stale
 from streamwrite.layout.txn import TXN_FILE
 from streamwrite.table import TableCommit, open_table, read_snapshot
 
@@ -302,7 +302,7 @@ def foreach_batch_sink(
     _require_pyspark()
     if app_id is not None and not app_id:
         raise ConfigError("app_id must be a non-empty string, got ''.")
-    check_batch_id(None, None, on_stale)
+    check_on_stale(on_stale)
     directory = Path(path)
     return ForeachBatchSink(
         directory, app_id or default_app_id(directory), schema, dict(table_options), on_stale

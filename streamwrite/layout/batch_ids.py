@@ -22,7 +22,7 @@ from enum import Enum
 
 from streamwrite.errors import ConfigError
 
-__all__ = ["ON_STALE", "BatchDecision", "check_batch_id", "decide_batch"]
+__all__ = ["ON_STALE", "BatchDecision", "check_batch_id", "check_on_stale", "decide_batch"]
 
 ON_STALE = ("error", "skip")
 """What an append does with a batch id below the last committed one for its app id."""
@@ -36,6 +36,12 @@ class BatchDecision(Enum):
     STALE = "stale"
 
 
+def check_on_stale(on_stale: str) -> None:
+    """Raise ConfigError unless ``on_stale`` is one of :data:`ON_STALE`."""
+    if on_stale not in ON_STALE:
+        raise ConfigError(f"on_stale must be one of {list(ON_STALE)}, got {on_stale!r}.")
+
+
 def check_batch_id(app_id: str | None, batch_id: object, on_stale: str) -> int | None:
     """``batch_id`` as an ``int`` once the exactly-once arguments are checked.
 
@@ -47,8 +53,7 @@ def check_batch_id(app_id: str | None, batch_id: object, on_stale: str) -> int |
             not a non-empty string, a ``batch_id`` that is negative or not an integer
             (``bool`` included), or ``on_stale`` not one of ``"error"``, ``"skip"``.
     """
-    if on_stale not in ON_STALE:
-        raise ConfigError(f"on_stale must be one of {list(ON_STALE)}, got {on_stale!r}.")
+    check_on_stale(on_stale)
     if (app_id is None) != (batch_id is None):
         raise ConfigError(
             f"app_id and batch_id go together; got app_id={app_id!r}, batch_id={batch_id!r}."
