@@ -45,11 +45,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from _common import command_line, fmt_bytes, fmt_ratio, machine_lines, markdown_table
 
-import streamwrite.live
-from streamwrite._io import LiveFileIO
-from streamwrite.format.sidecar import read_sidecar
+import streamwrite.live.file
+from streamwrite.format.sidecar.codec import read_sidecar
+from streamwrite.io.local import LiveFileIO
 from streamwrite.layout.file_writer import FileWriter
-from streamwrite.live import LiveFile
+from streamwrite.live.file import LiveFile
 from streamwrite.testing import reference_table
 
 MB = 1_000_000
@@ -97,13 +97,13 @@ def install_timers() -> Callable[[], None]:
     """Wrap footer(), encode_row_group, LiveFileIO.run and os.fsync; returns the undo."""
     saved = [
         (FileWriter, "footer", FileWriter.footer),
-        (streamwrite.live, "encode_row_group", streamwrite.live.encode_row_group),
+        (streamwrite.live.file, "encode_row_group", streamwrite.live.file.encode_row_group),
         (LiveFileIO, "run", LiveFileIO.run),
         (os, "fsync", os.fsync),
     ]
     FileWriter.footer = _timed(FileWriter.footer, "footer_cpu", time.thread_time)  # type: ignore[method-assign]
-    streamwrite.live.encode_row_group = _timed(  # type: ignore[attr-defined]
-        streamwrite.live.encode_row_group, "encode", time.perf_counter
+    streamwrite.live.file.encode_row_group = _timed(  # type: ignore[attr-defined]
+        streamwrite.live.file.encode_row_group, "encode", time.perf_counter
     )
     LiveFileIO.run = _timed(LiveFileIO.run, "io", time.perf_counter)  # type: ignore[method-assign]
     os.fsync = _timed(os.fsync, "fsync", time.perf_counter)

@@ -64,7 +64,7 @@ executor: without, with; then again), each on a new table; the best phase of eac
 compared. rows/s = rows / wall time of the append loop and the close. Latency = each
 ``append`` call. Compactions = ``table.metrics.compactions``; their seconds, rows merged and
 raw / re-encoded row groups are summed from the ``CompactionResult`` of each round (recorded by
-a wrapper of ``streamwrite.compaction.compact_partition`` installed during the phase). A
+a wrapper of ``streamwrite.compaction.policy.compact_partition`` installed during the phase). A
 phase that fails (an exception out of ``append``) is reported and the others go on. After each
 phase the table is read back and compared with its input.
 
@@ -104,12 +104,12 @@ import pyarrow.parquet as pq
 from _common import command_line, fmt_bytes, fmt_ratio, machine_lines, markdown_table
 
 import streamwrite
-import streamwrite.compaction as compaction_module
-from streamwrite._pool import ProcessPool
-from streamwrite.compaction import CompactionPolicy, CompactionResult
+import streamwrite.compaction.policy as compaction_module
+from streamwrite.compaction.policy import CompactionPolicy, CompactionResult
 from streamwrite.options import DEFAULT_ROW_GROUP_SIZE
-from streamwrite.reader import ParquetFile
-from streamwrite.table import Table, open_table
+from streamwrite.pool.process import ProcessPool
+from streamwrite.reader.file import ParquetFile
+from streamwrite.table.api import Table, open_table
 from streamwrite.testing import reference_table
 
 MB = 1_000_000

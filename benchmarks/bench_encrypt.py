@@ -56,8 +56,8 @@ from _common import best_of, command_line, fmt_bytes, machine_lines, markdown_ta
 
 import streamwrite
 from streamwrite.crypto import EncryptionConfig, InMemoryKms, KekCache, KeyWrapper
-from streamwrite.decryption import DecryptionConfig
-from streamwrite.encryption import FileEncryption
+from streamwrite.crypto.decryption import DecryptionConfig
+from streamwrite.crypto.encryption import FileEncryption
 from streamwrite.testing import reference_table
 
 MB = 1_000_000

@@ -66,11 +66,11 @@ import pyarrow.parquet as pq
 from _common import command_line, fmt_bytes, fmt_ratio, machine_lines, markdown_table
 
 import streamwrite
-from streamwrite._pool import InlineExecutor, ProcessPool
+from streamwrite.arrow.schema import arrow_to_parquet
 from streamwrite.layout.file_writer import FileWriter
 from streamwrite.options import make_write_options
-from streamwrite.schema import arrow_to_parquet
-from streamwrite.table import open_table
+from streamwrite.pool.process import InlineExecutor, ProcessPool
+from streamwrite.table.api import open_table
 from streamwrite.testing import reference_table
 from streamwrite.writer import row_group_jobs
 

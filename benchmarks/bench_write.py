@@ -53,8 +53,8 @@ from _common import (
 )
 
 import streamwrite
+from streamwrite.arrow.schema import arrow_to_parquet, to_physical
 from streamwrite.format.structs import Type
-from streamwrite.schema import arrow_to_parquet, to_physical
 from streamwrite.testing import reference_table
 from workers.encoding.byte_stream_split import encode_byte_stream_split
 from workers.encoding.delta_binary_packed import encode_delta_binary_packed

@@ -27,8 +27,8 @@ import duckdb
 import pyarrow.dataset as ds
 
 import streamwrite
-from streamwrite._pool import ProcessPool
-from streamwrite.table import TableSnapshot, open_table, read_snapshot
+from streamwrite.pool.process import ProcessPool
+from streamwrite.table.api import TableSnapshot, open_table, read_snapshot
 from streamwrite.testing import reference_table
 
 BATCH_ROWS = 20_000

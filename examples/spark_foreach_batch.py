@@ -24,7 +24,7 @@ from typing import Any
 
 import streamwrite
 from streamwrite.spark import foreach_batch_sink, read_table_df
-from streamwrite.table import read_snapshot
+from streamwrite.table.api import read_snapshot
 
 SESSION_CONFIG = {
     "spark.ui.enabled": "false",

@@ -13,24 +13,24 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "Commit": "streamwrite.layout.appender",
-    "DecryptionConfig": "streamwrite.decryption",
+    "DecryptionConfig": "streamwrite.crypto.decryption",
     "EncryptionError": "streamwrite.errors",
-    "FileEncryption": "streamwrite.encryption",
-    "InlineExecutor": "streamwrite._pool",
-    "ProcessPool": "streamwrite._pool",
-    "WorkerError": "streamwrite._pool",
-    "CompactionPolicy": "streamwrite.compaction",
-    "Table": "streamwrite.table",
-    "TableCommit": "streamwrite.table",
-    "TableSnapshot": "streamwrite.table",
-    "open_table": "streamwrite.table",
-    "LiveFile": "streamwrite.live",
-    "Snapshot": "streamwrite.live_info",
-    "ParquetFile": "streamwrite.reader",
-    "read_table": "streamwrite.reader",
+    "FileEncryption": "streamwrite.crypto.encryption",
+    "InlineExecutor": "streamwrite.pool.process",
+    "ProcessPool": "streamwrite.pool.process",
+    "WorkerError": "streamwrite.pool.process",
+    "CompactionPolicy": "streamwrite.compaction.policy",
+    "Table": "streamwrite.table.api",
+    "TableCommit": "streamwrite.table.api",
+    "TableSnapshot": "streamwrite.table.api",
+    "open_table": "streamwrite.table.api",
+    "LiveFile": "streamwrite.live.file",
+    "Snapshot": "streamwrite.live.info",
+    "ParquetFile": "streamwrite.reader.file",
+    "read_table": "streamwrite.reader.file",
     "ParquetWriter": "streamwrite.writer",
     "write_table": "streamwrite.writer",
-    "snapshot_filesystem": "streamwrite.snapshot_fs",
+    "snapshot_filesystem": "streamwrite.table.snapshot_fs",
     "SortingColumn": "streamwrite.options",
     "StreamwriteError": "streamwrite.errors",
     "ConfigError": "streamwrite.errors",
@@ -80,10 +80,9 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from streamwrite._pool import InlineExecutor, ProcessPool, WorkerError
-    from streamwrite.compaction import CompactionPolicy
-    from streamwrite.decryption import DecryptionConfig
-    from streamwrite.encryption import FileEncryption
+    from streamwrite.compaction.policy import CompactionPolicy
+    from streamwrite.crypto.decryption import DecryptionConfig
+    from streamwrite.crypto.encryption import FileEncryption
     from streamwrite.errors import (
         ChecksumError,
         ConfigError,
@@ -99,12 +98,13 @@ if TYPE_CHECKING:
         UnsupportedError,
     )
     from streamwrite.layout.appender import Commit
-    from streamwrite.live import LiveFile
-    from streamwrite.live_info import Snapshot
+    from streamwrite.live.file import LiveFile
+    from streamwrite.live.info import Snapshot
     from streamwrite.options import SortingColumn
-    from streamwrite.reader import ParquetFile, read_table
-    from streamwrite.snapshot_fs import snapshot_filesystem
-    from streamwrite.table import Table, TableCommit, TableSnapshot, open_table
+    from streamwrite.pool.process import InlineExecutor, ProcessPool, WorkerError
+    from streamwrite.reader.file import ParquetFile, read_table
+    from streamwrite.table.api import Table, TableCommit, TableSnapshot, open_table
+    from streamwrite.table.snapshot_fs import snapshot_filesystem
     from streamwrite.writer import ParquetWriter, write_table
 
 

@@ -1,12 +1,13 @@
 """Single-file writing: ``write_table`` and ``ParquetWriter``, named as in ``pyarrow.parquet``.
 
 The writer slices a table into row groups, turns each column slice into its physical form
-(:mod:`streamwrite.schema`), encodes every column chunk through :func:`workers.run_job` (inline
+(:mod:`streamwrite.arrow.schema`), encodes every column chunk through :func:`workers.run_job`
+(inline
 here; the process pool uses the same entry point), and appends what the
 :class:`~streamwrite.layout.file_writer.FileWriter` state machine returns.
 
 With ``encryption=FileEncryption(...)`` the file is encrypted (spec 7.3): the writer opens one
-:class:`~streamwrite.encryption.FileEncryptor` per file (fresh ``aad_file_unique``), each
+:class:`~streamwrite.crypto.encryption.FileEncryptor` per file (fresh ``aad_file_unique``), each
 column chunk's job carries its column's cipher and its row group and column ordinals (pages
 and bloom filters are encrypted where the chunk is encoded), and the file writer encrypts
 column metadata, page indexes and the footer.
@@ -50,10 +51,11 @@ from typing import IO, Any
 
 import pyarrow as pa
 
-from streamwrite._io import fsync_directory
-from streamwrite.encryption import FileEncryption, FileEncryptor
+from streamwrite.arrow.schema import ParquetSchema, arrow_to_parquet, to_physical
+from streamwrite.crypto.encryption import FileEncryption, FileEncryptor
 from streamwrite.errors import ConfigError, SchemaError, StateError, StreamwriteIOError
 from streamwrite.format.enums import FieldRepetitionType, Type
+from streamwrite.io.local import fsync_directory
 from streamwrite.layout.file_writer import FileWriter, chunk_settings
 from streamwrite.options import (
     WriteOptions,
@@ -61,7 +63,6 @@ from streamwrite.options import (
     check_positive_int,
     make_write_options,
 )
-from streamwrite.schema import ParquetSchema, arrow_to_parquet, to_physical
 from workers.chunk import EncodedChunk
 from workers.encodings import check_encoding
 from workers.jobs import EncodeChunkJob, run_job
@@ -181,7 +182,7 @@ def check_values(table: pa.Table, schema: ParquetSchema) -> None:
     a value. (Should a later row group fail anyway, the writer fails and publishes nothing.)
 
     Raises:
-        SchemaError: As :func:`streamwrite.schema.to_physical`, for the first column holding
+        SchemaError: As :func:`streamwrite.arrow.schema.to_physical`, for the first column holding
             a bad value.
     """
     for spec, column in zip(schema.columns, table.columns, strict=True):
@@ -545,7 +546,7 @@ def write_table(
     ``bloom_filter_options`` (``{column: {"ndv": int, "fpp": float}}`` or ``{column: True}``),
     ``sorting_columns``, ``key_value_metadata``, ``dictionary_pagesize_limit``,
     ``statistics_truncate_length``; and ``encryption``, a
-    :class:`~streamwrite.encryption.FileEncryption` to encrypt the file (Parquet modular
+    :class:`~streamwrite.crypto.encryption.FileEncryption` to encrypt the file (Parquet modular
     encryption).
 
     A path is written to a temporary file beside it and renamed into place once complete:

@@ -15,7 +15,7 @@ import streamwrite
 from streamwrite.errors import ConfigError, SchemaError, UnsupportedError
 from streamwrite.format import structs as t
 from streamwrite.format.enums import Encoding, PageType
-from streamwrite.format.thrift import deserialize
+from streamwrite.format.thrift.codec import deserialize
 from streamwrite.testing import reference_table
 from workers.bloom import SplitBlockBloomFilter, hash_values
 from workers.values import BinaryValues
@@ -260,9 +260,9 @@ def test_nested_types_are_unsupported_and_schema_mismatch_is_a_schema_error(tmp_
 
 
 def test_jobs_pickle_and_give_byte_identical_chunks() -> None:
+    from streamwrite.arrow.schema import arrow_to_parquet, to_physical
     from streamwrite.layout.file_writer import chunk_settings
     from streamwrite.options import make_write_options
-    from streamwrite.schema import arrow_to_parquet, to_physical
     from workers.jobs import EncodeChunkJob, run_job
 
     table = reference_table(5000)

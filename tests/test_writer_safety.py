@@ -27,7 +27,7 @@ import pytest
 
 import streamwrite
 from streamwrite.crypto import EncryptionConfig, InMemoryKms, KeyWrapper
-from streamwrite.encryption import FileEncryption
+from streamwrite.crypto.encryption import FileEncryption
 from streamwrite.errors import (
     ConfigError,
     SchemaError,

@@ -35,7 +35,7 @@ import numpy.typing as npt
 from streamwrite.format import structs as t
 from streamwrite.format.aad import ModuleType
 from streamwrite.format.enums import Encoding, PageType, Type
-from streamwrite.format.thrift import serialize
+from streamwrite.format.thrift.codec import serialize
 from streamwrite.options import ColumnOptions, DataPageVersion
 from workers.bloom import SplitBlockBloomFilter, hash_values, optimal_num_bytes
 from workers.choose import choose_encodings

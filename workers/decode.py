@@ -67,7 +67,7 @@ from streamwrite.errors import (
 from streamwrite.format import structs as t
 from streamwrite.format.aad import ModuleType
 from streamwrite.format.enums import CompressionCodec, Encoding, PageType, Type
-from streamwrite.format.thrift import deserialize
+from streamwrite.format.thrift.codec import deserialize
 from workers.compression import decompress
 from workers.encoding.dictionary import decode_dictionary_indices, dictionary_lookup
 from workers.encoding.plain import decode_plain
@@ -103,7 +103,7 @@ KERNEL_ERRORS: tuple[type[Exception], ...] = (
 
 
 class PageCipher(Protocol):
-    """Decrypts the modules of one column chunk (``streamwrite.decryption.ChunkDecryptor``)."""
+    """Decrypts the modules of one column chunk (``crypto.decryption.ChunkDecryptor``)."""
 
     def decrypt(
         self, module_type: ModuleType, buf: bytes | memoryview, page_ordinal: int = -1

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from streamwrite.format import structs as t
 from streamwrite.format.aad import ModuleType
 from streamwrite.format.enums import CompressionCodec, Encoding, PageType
-from streamwrite.format.thrift import serialize
+from streamwrite.format.thrift.codec import serialize
 from workers.cipher import ModuleCipher
 from workers.compression import compress
 

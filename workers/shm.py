@@ -1,6 +1,7 @@
 """Shared-memory transport of encode jobs, and the worker process loop of the process pool.
 
-The parent (``streamwrite._pool``) owns one shared-memory segment per worker, the *arena*, and
+The parent (``streamwrite.pool.process``) owns one shared-memory segment per worker, the *arena*,
+and
 reuses it across jobs (growing it on demand). For each job it copies the column buffers into the
 arena and sends the worker a small picklable :class:`SharedJob` through the worker's pipe::
 

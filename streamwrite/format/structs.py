@@ -2,11 +2,12 @@
 
 Every struct, union, field name and field id is that of apache/parquet-format
 ``src/main/thrift/parquet.thrift`` (names verbatim, e.g. ``SchemaElement.logicalType``); each
-field declares its id and Thrift type next to it with :func:`~streamwrite.format.thrift.tfield`.
+field declares its id and Thrift type next to it with
+:func:`~streamwrite.format.thrift.plan.tfield`.
 Conventions:
 
 * every field defaults to ``None`` ("not set"), lists included; a ``required`` field must be
-  set before :func:`~streamwrite.format.thrift.serialize`;
+  set before :func:`~streamwrite.format.thrift.codec.serialize`;
 * ``binary`` fields hold ``bytes``, ``string`` fields ``str``, ``list`` fields Python lists;
 * enum fields hold the IntEnum member. A value newer than :mod:`~streamwrite.format.enums`
   (e.g. ``FieldRepetitionType.VECTOR = 3``) decodes to a plain ``int`` instead of failing and
@@ -60,7 +61,7 @@ from streamwrite.format.structs_index import (
     Uncompressed,
     XxHash,
 )
-from streamwrite.format.thrift import (
+from streamwrite.format.thrift.codec import (
     BINARY,
     BOOL,
     DOUBLE,

@@ -12,7 +12,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from streamwrite.format.thrift import BINARY, BOOL, STRING, list_of, struct_of, tfield, thrift_union
+from streamwrite.format.thrift.codec import (
+    BINARY,
+    BOOL,
+    STRING,
+    list_of,
+    struct_of,
+    tfield,
+    thrift_union,
+)
 
 __all__ = [
     "AesGcmCtrV1",

@@ -14,7 +14,7 @@ __all__ = ["Action", "Fsync", "LiveFileName", "Truncate", "WriteAt"]
 
 class LiveFileName(Enum):
     """The files of a live-file directory (``DATA``'s name is the default: the shell may open
-    the data file under another, see :class:`streamwrite._io.LiveFileIO`)."""
+    the data file under another, see :class:`streamwrite.io.local.LiveFileIO`)."""
 
     DATA = "data.parquet"
     PM = "_pm"

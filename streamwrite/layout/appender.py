@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from streamwrite.arrow.schema import ParquetSchema
 from streamwrite.errors import (
     EncryptionError,
     LimitError,
@@ -53,7 +54,7 @@ from streamwrite.errors import (
 )
 from streamwrite.format import structs as t
 from streamwrite.format.aad import MAX_ORDINAL, ModuleType
-from streamwrite.format.sidecar import (
+from streamwrite.format.sidecar.codec import (
     FEATURE_BLOOM_FILTERS,
     FEATURE_BLOOM_FILTERS_EXTERNAL,
     ChunkRecord,
@@ -65,16 +66,15 @@ from streamwrite.format.sidecar import (
     parquet_footer_checksum,
     patch_committed_size,
 )
-from streamwrite.format.thrift import deserialize
+from streamwrite.format.thrift.codec import deserialize
 from streamwrite.layout.actions import Action, Fsync, LiveFileName, WriteAt
 from streamwrite.layout.file_writer import KV_COMMIT_SEQ, KV_PREV_SIZE, FileWriter
 from streamwrite.layout.recovery import FooterVersion, ReadAt
 from streamwrite.options import WriteOptions
-from streamwrite.schema import ParquetSchema
 from workers.chunk import EncodedChunk
 
 if TYPE_CHECKING:
-    from streamwrite.encryption import FileEncryptor
+    from streamwrite.crypto.encryption import FileEncryptor
 
 __all__ = [
     "Appender",

@@ -31,7 +31,7 @@ Encrypted files (``encryptor`` given; spec 7.3, DESIGN section 5)::
 ``length`` covers everything between the page indexes and itself. Chunks arrive already
 encrypted (pages and bloom filters, by the workers); here the ColumnMetaData of each encrypted
 column becomes ``encrypted_column_metadata`` (see
-:meth:`streamwrite.encryption.FileEncryptor.seal_column_chunk`) once its offsets are final,
+:meth:`streamwrite.crypto.encryption.FileEncryptor.seal_column_chunk`) once its offsets are final,
 and every RowGroup carries its ``ordinal`` (at most 32767).
 """
 
@@ -43,16 +43,16 @@ from typing import TYPE_CHECKING, cast
 
 import pyarrow as pa
 
+from streamwrite.arrow.schema import ColumnSpec, ParquetSchema, encode_arrow_schema
 from streamwrite.errors import ConfigError
 from streamwrite.format import structs as t
 from streamwrite.format.aad import ModuleType
-from streamwrite.format.thrift import Serialized, serialize
+from streamwrite.format.thrift.codec import Serialized, serialize
 from streamwrite.options import WriteOptions
-from streamwrite.schema import ColumnSpec, ParquetSchema, encode_arrow_schema
 from workers.chunk import ChunkSettings, EncodedChunk
 
 if TYPE_CHECKING:
-    from streamwrite.encryption import FileEncryptor
+    from streamwrite.crypto.encryption import FileEncryptor
 
 __all__ = ["KV_COMMIT_SEQ", "KV_PREV_SIZE", "MAGIC", "FileWriter", "chunk_settings"]
 

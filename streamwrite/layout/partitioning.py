@@ -37,7 +37,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from streamwrite.errors import ConfigError, SchemaError
-from streamwrite.layout.txn import UNPARTITIONED, UNPARTITIONED_COLUMN
+from streamwrite.format.txn import UNPARTITIONED, UNPARTITIONED_COLUMN
 
 __all__ = [
     "PARTITION_BY",

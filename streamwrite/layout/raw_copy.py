@@ -29,7 +29,7 @@ Only unencrypted chunks can be copied: an encrypted chunk's modules are bound to
 row group and column ordinals by their AADs, so the caller re-encodes it. Chunks stored in
 another file (``file_path``) are not copied either. Files from parquet-mr before 1.2.9 leave
 the dictionary page header out of ``total_compressed_size``
-(:func:`streamwrite._file_tail._needs_parquet_816_padding`); re-encode those too.
+(:func:`streamwrite.reader.tail._needs_parquet_816_padding`); re-encode those too.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from typing import TypeVar
 
 from streamwrite.errors import CorruptFileError, FormatError, UnsupportedError
 from streamwrite.format import structs as t
-from streamwrite.format.thrift import deserialize
+from streamwrite.format.thrift.codec import deserialize
 from streamwrite.layout.recovery import ReadAt
 from workers.chunk import EncodedChunk
 

@@ -53,13 +53,13 @@ from streamwrite.errors import (
     UnsupportedError,
 )
 from streamwrite.format import structs as t
-from streamwrite.format.sidecar import (
+from streamwrite.format.sidecar.codec import (
     Sidecar,
     parquet_footer_checksum,
     patch_committed_size,
     read_sidecar,
 )
-from streamwrite.format.thrift import deserialize
+from streamwrite.format.thrift.codec import deserialize
 from streamwrite.layout.actions import Action, Fsync, LiveFileName, Truncate, WriteAt
 from streamwrite.layout.file_writer import KV_COMMIT_SEQ, KV_PREV_SIZE
 

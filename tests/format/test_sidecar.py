@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from streamwrite.errors import ConfigError, CorruptFileError, UnsupportedError
 from streamwrite.format.enums import ConvertedType, Encoding, Type
-from streamwrite.format.sidecar import (
+from streamwrite.format.sidecar.codec import (
     COLUMN_CHUNK_SIZE,
     FEATURE_BLOOM_FILTERS,
     FEATURE_BLOOM_FILTERS_EXTERNAL,

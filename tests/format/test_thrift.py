@@ -6,7 +6,7 @@ import pytest
 
 from streamwrite.errors import ConfigError, FormatError, LimitError
 from streamwrite.format import structs as t
-from streamwrite.format.thrift import ThriftLimits, deserialize, serialize, serialize_into
+from streamwrite.format.thrift.codec import ThriftLimits, deserialize, serialize, serialize_into
 
 
 def roundtrip(obj: object, expected: bytes) -> None:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from streamwrite.errors import FormatError, LimitError
 from streamwrite.format import structs as t
-from streamwrite.format.thrift import FieldSpec, ThriftLimits, TType, deserialize, serialize
+from streamwrite.format.thrift.codec import FieldSpec, ThriftLimits, TType, deserialize, serialize
 
 STRUCTS = [
     cls

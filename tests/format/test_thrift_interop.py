@@ -21,7 +21,7 @@ import pytest
 
 from streamwrite.errors import FormatError, LimitError
 from streamwrite.format import structs as t
-from streamwrite.format.thrift import deserialize, serialize
+from streamwrite.format.thrift.codec import deserialize, serialize
 from tests._vectors import PARQUET_TESTING
 
 TESTDATA = PARQUET_TESTING

@@ -81,7 +81,7 @@ def engines(table_path: Path, out: Path) -> None:
 def duckdb_refresh(table_path: Path) -> None:
     import anyio
 
-    from streamwrite.table import open_table
+    from streamwrite.table.api import open_table
 
     con = duckdb.connect()
     old = streamwrite.snapshot_filesystem(table_path)

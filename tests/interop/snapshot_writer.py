@@ -22,8 +22,8 @@ import anyio
 import numpy as np
 import pyarrow as pa
 
-from streamwrite.compaction import CompactionPolicy
-from streamwrite.table import open_table
+from streamwrite.compaction.policy import CompactionPolicy
+from streamwrite.table.api import open_table
 
 SCHEMA = pa.schema([("ts", pa.timestamp("ns")), ("seq", pa.int64())])
 START_NS = 1_767_225_600_000_000_000  # 2026-01-01

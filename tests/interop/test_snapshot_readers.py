@@ -25,8 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import streamwrite
-from streamwrite.compaction import CompactionPolicy
-from streamwrite.table import open_table, read_snapshot
+from streamwrite.compaction.policy import CompactionPolicy
+from streamwrite.table.api import open_table, read_snapshot
 from streamwrite.testing import reference_table
 from tests.interop.compare import same_tables
 

@@ -21,7 +21,7 @@ import time
 
 import anyio
 
-from streamwrite.live import LiveFile
+from streamwrite.live.file import LiveFile
 from streamwrite.testing import reference_table
 
 MAX_BATCH = 20

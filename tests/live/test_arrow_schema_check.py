@@ -26,13 +26,13 @@ import pyarrow.parquet as pq
 import pytest
 
 import streamwrite
+from streamwrite.arrow.schema import encode_arrow_schema
 from streamwrite.errors import CorruptFileError
 from streamwrite.format import structs as t
 from streamwrite.format.enums import FieldRepetitionType
-from streamwrite.format.thrift import deserialize, serialize
+from streamwrite.format.thrift.codec import deserialize, serialize
 from streamwrite.layout.actions import LiveFileName
-from streamwrite.live import recover
-from streamwrite.schema import encode_arrow_schema
+from streamwrite.live.file import recover
 from tests.live._support import SMALL_SCHEMA, run, small_rows
 from tests.live.test_footer_checks import make_live_file, strip_checksums
 

@@ -32,7 +32,7 @@ import pytest
 import streamwrite
 from streamwrite.errors import StreamwriteError
 from streamwrite.layout.actions import LiveFileName
-from streamwrite.table import open_table
+from streamwrite.table.api import open_table
 from tests.live._support import SMALL_SCHEMA as SCHEMA
 from tests.live._support import run
 from tests.live._support import small_rows as rows

@@ -16,7 +16,7 @@ import anyio
 import pyarrow as pa
 
 import streamwrite
-from streamwrite.live import LiveFile
+from streamwrite.live.file import LiveFile
 from tests.live._support import SCHEMA, assert_rows, batch, run
 
 COMMITS = 120

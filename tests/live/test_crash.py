@@ -39,7 +39,7 @@ from pathlib import Path
 import pytest
 
 import streamwrite
-from streamwrite.live import LiveFile, recover
+from streamwrite.live.file import LiveFile, recover
 from tests.live._support import SCHEMA, assert_rows, pyarrow_read_prefix, run
 
 KILLS = int(os.environ.get("STREAMWRITE_CRASH_KILLS", "50"))

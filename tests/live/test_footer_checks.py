@@ -13,9 +13,9 @@ import pytest
 import xxhash
 
 import streamwrite
-from streamwrite._file_tail import _Bytes, _read_footer
+from streamwrite.arrow.schema import arrow_to_parquet
 from streamwrite.errors import ChecksumError, ConfigError, CorruptFileError
-from streamwrite.format.sidecar import (
+from streamwrite.format.sidecar.codec import (
     SidecarWriter,
     patch_committed_size,
     read_row_group_block,
@@ -23,9 +23,9 @@ from streamwrite.format.sidecar import (
 )
 from streamwrite.layout.actions import LiveFileName
 from streamwrite.layout.appender import rebuild_sidecar
-from streamwrite.live import recover
+from streamwrite.live.file import recover
 from streamwrite.options import WriteOptions
-from streamwrite.schema import arrow_to_parquet
+from streamwrite.reader.tail import _Bytes, _read_footer
 from tests.live._support import SMALL_SCHEMA, run, small_rows
 
 DATA = LiveFileName.DATA.value
@@ -310,7 +310,7 @@ def test_the_pm_chain_must_agree_with_the_parquet_chain(tmp_path: Path) -> None:
 def test_a_table_segment_that_is_gone_is_a_corrupt_file_error(tmp_path: Path) -> None:
     """``_txn`` names a segment whose directory was removed: a typed error, not a bare
     FileNotFoundError."""
-    from streamwrite.table import open_table
+    from streamwrite.table.api import open_table
 
     directory = tmp_path / "table"
 

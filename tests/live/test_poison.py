@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 import streamwrite
-import streamwrite._io
+import streamwrite.io.local
 from streamwrite.errors import StateError, StreamwriteIOError
 from streamwrite.layout.actions import Action, Fsync
-from streamwrite.live import LiveFile
+from streamwrite.live.file import LiveFile
 from tests.live._support import SCHEMA, assert_rows, batch, run
 
 
@@ -33,7 +33,7 @@ def _fail_first_fsync(how: str, monkeypatch: pytest.MonkeyPatch) -> Callable[[Ac
             raise OSError(errno.EIO, "Input/output error (injected)")
         real_fsync(fd)
 
-    monkeypatch.setattr(streamwrite._io.os, "fsync", fsync)
+    monkeypatch.setattr(streamwrite.io.local.os, "fsync", fsync)
 
     def hook(action: Action) -> None:
         if state["armed"] and isinstance(action, Fsync):

@@ -31,7 +31,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 import streamwrite
 from streamwrite.errors import StateError, StreamwriteIOError
 from streamwrite.layout.actions import Action, LiveFileName, WriteAt
-from streamwrite.live import LiveFile
+from streamwrite.live.file import LiveFile
 from tests.live._support import SCHEMA, assert_rows, batch, run
 
 EXAMPLES = int(os.environ.get("STREAMWRITE_STATEFUL_EXAMPLES", "30"))

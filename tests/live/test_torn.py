@@ -27,7 +27,7 @@ import pytest
 
 import streamwrite
 from streamwrite.errors import CorruptFileError
-from streamwrite.live import LiveFile, Snapshot, recover
+from streamwrite.live.file import LiveFile, Snapshot, recover
 from tests.live._support import (
     DATA_NAME,
     PM_NAME,

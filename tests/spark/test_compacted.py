@@ -11,7 +11,7 @@ import pyarrow as pa
 import streamwrite
 from streamwrite.cli import main as cli_main
 from streamwrite.spark import foreach_batch_sink, read_table_df
-from streamwrite.table import read_snapshot
+from streamwrite.table.api import read_snapshot
 from tests.spark._support import by_value, ticks
 
 

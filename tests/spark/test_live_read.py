@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 
 from streamwrite.spark import read_table_df
-from streamwrite.table import TableSnapshot, open_table, read_snapshot
+from streamwrite.table.api import TableSnapshot, open_table, read_snapshot
 from tests.spark._support import ticks
 
 ROWS_PER_BATCH = 2_000

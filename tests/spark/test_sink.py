@@ -17,9 +17,9 @@ import pytest
 
 import streamwrite
 from streamwrite.errors import ConfigError, StaleBatchError
-from streamwrite.layout.txn import TXN_FILE, decode_txn
+from streamwrite.format.txn import TXN_FILE, decode_txn
 from streamwrite.spark import default_app_id, foreach_batch_sink, read_table_df
-from streamwrite.table import read_snapshot
+from streamwrite.table.api import read_snapshot
 from tests.spark._support import by_value, run_file_stream, ticks, write_source_files
 
 NUM_FILES = 4

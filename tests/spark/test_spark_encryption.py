@@ -38,11 +38,11 @@ import pyarrow.feather as feather
 import pytest
 
 from streamwrite.crypto import EncryptionConfig, InMemoryKms, KeyWrapper
-from streamwrite.encryption import FileEncryption
-from streamwrite.live import LiveFile
+from streamwrite.crypto.encryption import FileEncryption
+from streamwrite.live.file import LiveFile
 from streamwrite.writer import write_table
+from tests.crypto.test_writer_encryption import MASTER_KEYS, TABLE, WRITE_OPTIONS, Case, write_case
 from tests.spark.conftest import REQUIRE_ENV, SESSION_CONFIG, skip_or_fail_without_spark
-from tests.test_writer_encryption import MASTER_KEYS, TABLE, WRITE_OPTIONS, Case, write_case
 from workers import decode
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -272,8 +272,8 @@ def test_our_reader_reads_spark_encrypted_v2_files(
 ) -> None:
     """Spark writes encrypted DATA_PAGE_V2 files (parquet-java's layout: plaintext levels);
     our reader reads them with the same master keys, checksums verified."""
-    from streamwrite.decryption import DecryptionConfig
-    from streamwrite.reader import ParquetFile, read_table
+    from streamwrite.crypto.decryption import DecryptionConfig
+    from streamwrite.reader.file import ParquetFile, read_table
 
     skip_or_fail_without_spark()
     classes = _compile_kms(tmp_path / "kms")

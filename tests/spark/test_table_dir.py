@@ -22,9 +22,9 @@ import pyarrow.compute as pc
 import pytest
 
 import streamwrite
-from streamwrite.compaction import CompactionPolicy
-from streamwrite.layout.txn import TXN_FILE, UNPARTITIONED_COLUMN, decode_txn
-from streamwrite.table import open_table
+from streamwrite.compaction.policy import CompactionPolicy
+from streamwrite.format.txn import TXN_FILE, UNPARTITIONED_COLUMN, decode_txn
+from streamwrite.table.api import open_table
 from tests.spark._support import ticks
 
 OPTIONS: dict[str, Any] = {

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from streamwrite.errors import ConfigError, EncryptionError, LimitError, StreamwriteError
 from streamwrite.format import structs as t
 from streamwrite.format.aad import ModuleType, file_aad, module_aad
-from streamwrite.format.thrift import deserialize, serialize
+from streamwrite.format.thrift.codec import deserialize, serialize
 from workers.cipher import (
     CTR_OVERHEAD,
     FOOTER_SIGNATURE_SIZE,

@@ -1,0 +1,259 @@
+"""Cross-checks of a footer's Parquet schema against the other records of the same schema.
+
+A flipped bit in a footer's schema can decode into another valid schema (a column ``symbol``
+read as ``cymbol``, a STRING annotation lost so that strings read as binary, OPTIONAL turned
+into REQUIRED). Two records of the schema sit beside it and are checked against it:
+
+* ``ARROW:schema`` (key/value metadata, any file that has it): the same top-level names in the
+  same order, nullability matching the repetition (nullable = OPTIONAL, not nullable =
+  REQUIRED; null-typed and REPEATED fields are not compared), and each leaf's Parquet type
+  reading back as an Arrow type consistent with the stored one, as pyarrow maps them:
+  dictionaries compare by value type, extension types by storage (``arrow.json`` and
+  ``arrow.uuid`` as themselves), string / large / view types alike, date64 as date32, time32
+  as time32(ms), durations as int64, decimals by precision and scale, timestamps by whether
+  they have a time zone (when a ``logicalType`` says so; NANOS only for a stored ns unit,
+  pyarrow coerces to ms or us but never to ns) and from INT96 by nothing more; uint32 also as
+  INT64 (format version 1.0); nested types as groups.
+* the ``_pm`` column descriptors of a live file: the same column count and, per column, name,
+  physical type, fixed byte length, repetition and max definition level.
+
+A mismatch is a :class:`~streamwrite.errors.CorruptFileError` naming the column and both sides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+from streamwrite.arrow.schema import ARROW_SCHEMA_KEY, decode_arrow_schema
+from streamwrite.arrow.schema_read import _infer_type
+from streamwrite.errors import CorruptFileError, FormatError, StreamwriteError
+from streamwrite.format.enums import FieldRepetitionType, Type
+from streamwrite.format.sidecar.codec import SidecarHeader
+from streamwrite.format.structs import KeyValue, SchemaElement
+
+__all__ = ["check_arrow_schema", "check_sidecar_columns"]
+
+_Kind = tuple[object, ...]
+_GROUP: _Kind = ("group",)
+_PHYSICAL_TYPES = frozenset(int(t) for t in Type)
+_REPETITION_NAMES: dict[int | None, str] = {0: "REQUIRED", 1: "OPTIONAL", 2: "REPEATED"}
+
+
+def _kind(dtype: pa.DataType) -> _Kind | None:
+    """What a Parquet leaf must read back as for an Arrow type (None: not compared)."""
+    types = pa.types
+    if types.is_dictionary(dtype):
+        return _kind(dtype.value_type)
+    if isinstance(dtype, pa.BaseExtensionType):
+        if dtype.extension_name in ("arrow.json", "arrow.uuid"):
+            return (dtype.extension_name,)
+        return _kind(dtype.storage_type)
+    if types.is_null(dtype) or types.is_boolean(dtype) or types.is_date(dtype):
+        return ("date",) if types.is_date(dtype) else (str(dtype),)
+    if types.is_integer(dtype):
+        return ("int", dtype.bit_width, types.is_signed_integer(dtype))
+    if types.is_duration(dtype):
+        return ("int", 64, True)
+    if types.is_floating(dtype):
+        return ("float", dtype.bit_width)
+    if types.is_decimal(dtype):
+        return ("decimal", dtype.precision, dtype.scale)
+    if types.is_time32(dtype) or types.is_time64(dtype):
+        return ("time", dtype.bit_width)
+    if types.is_timestamp(dtype):
+        return ("timestamp", dtype.tz is not None)
+    if types.is_string(dtype) or types.is_large_string(dtype) or types.is_string_view(dtype):
+        return ("string",)
+    if types.is_binary(dtype) or types.is_large_binary(dtype) or types.is_binary_view(dtype):
+        return ("binary",)
+    if types.is_fixed_size_binary(dtype):
+        return ("fsb", dtype.byte_width)
+    if types.is_nested(dtype):
+        return _GROUP
+    return None
+
+
+def _consistent(stored: pa.DataType, want: _Kind, element: SchemaElement) -> str | None:
+    """None if the leaf ``element`` reads back consistently with ``stored``, else what it
+    reads as."""
+    if element.type not in _PHYSICAL_TYPES:
+        return None  # not a valid leaf: reported where the schema is read
+    try:
+        inferred = _infer_type(0, element)
+    except StreamwriteError:
+        return None  # an annotation streamwrite cannot read: reported where it is read
+    if _unit(inferred) == "ns" and _unit(stored) != "ns" and element.type != Type.INT96:
+        return str(inferred)  # pyarrow coerces timestamps to ms or us, never to ns
+    got = _kind(inferred)
+    if got == want or want == ("null",):
+        return None
+    timestamps = want[0] == "timestamp" and got is not None and got[0] == "timestamp"
+    if timestamps and (element.type == Type.INT96 or element.logicalType is None):
+        return None  # INT96 and converted types do not record the time zone
+    if pa.types.is_uint32(stored) and got == ("int", 64, True):
+        return None  # Parquet format version 1.0 has no UINT_32: pyarrow writes INT64
+    return str(inferred)
+
+
+def _unit(dtype: pa.DataType) -> str | None:
+    if pa.types.is_dictionary(dtype):
+        return _unit(dtype.value_type)
+    if pa.types.is_timestamp(dtype) or pa.types.is_time(dtype):
+        return str(dtype.unit)
+    return None
+
+
+def _top_level(elements: Sequence[SchemaElement]) -> list[SchemaElement] | None:
+    """The root's direct children, or None if the element tree is malformed (reported where
+    the schema is read)."""
+    tops = []
+    at = 1
+    for _ in range(max(elements[0].num_children or 0, 0)):
+        if at >= len(elements):
+            return None
+        tops.append(elements[at])
+        pending = 1
+        while pending:
+            if at >= len(elements):
+                return None
+            pending += max(elements[at].num_children or 0, 0) - 1
+            at += 1
+    return tops if at == len(elements) else None
+
+
+def _describe(element: SchemaElement) -> str:
+    if element.num_children:
+        return f"a group of {element.num_children}"
+    physical = "no type" if element.type is None else _type_name(element.type)
+    logical = "" if element.logicalType is None else f" {element.logicalType}"
+    return f"{physical}{logical}"
+
+
+def _type_name(physical: int) -> str:
+    try:
+        return Type(physical).name
+    except ValueError:
+        return f"type {physical}"
+
+
+def check_arrow_schema(
+    elements: Sequence[SchemaElement],
+    key_value_metadata: Sequence[KeyValue] | None,
+    footer_offset: int,
+) -> None:
+    """Check the footer's schema against its ``ARROW:schema`` entry (if it has one).
+
+    Raises:
+        CorruptFileError: ``ARROW:schema`` does not decode, or it and the Parquet schema
+            differ in column count, a name, a nullability or a type (the message names the
+            column and both sides).
+    """
+    value = next((kv.value for kv in key_value_metadata or [] if kv.key == ARROW_SCHEMA_KEY), None)
+    if value is None or not elements:
+        return
+    try:
+        stored = decode_arrow_schema(value)
+    except FormatError as exc:
+        raise CorruptFileError(str(exc), footer_offset) from exc
+    tops = _top_level(elements)
+    if tops is None:
+        return
+    if len(tops) != len(stored):
+        raise CorruptFileError(
+            f"The Parquet schema has {len(tops)} top-level columns "
+            f"{[e.name for e in tops]} but ARROW:schema has {len(stored)} {stored.names}.",
+            footer_offset,
+        )
+    for index, (field, element) in enumerate(zip(stored, tops, strict=True)):
+        _check_field(index, field, element, footer_offset)
+
+
+def _check_field(index: int, field: pa.Field, element: SchemaElement, footer_offset: int) -> None:
+    name = element.name
+    if field.name != name:
+        raise CorruptFileError(
+            f"Column {index} is named {name!r} in the Parquet schema but {field.name!r} in "
+            "ARROW:schema.",
+            footer_offset,
+        )
+    repetition = element.repetition_type
+    if repetition == FieldRepetitionType.REPEATED:
+        return  # a legacy repeated field: ARROW:schema holds a list
+    if repetition in (FieldRepetitionType.REQUIRED, FieldRepetitionType.OPTIONAL) and not (
+        pa.types.is_null(field.type)
+    ):
+        optional = repetition == FieldRepetitionType.OPTIONAL
+        if field.nullable != optional:
+            raise CorruptFileError(
+                f"Column {name!r} is {'OPTIONAL' if optional else 'REQUIRED'} in the Parquet "
+                f"schema but {'nullable' if field.nullable else 'not nullable'} in ARROW:schema.",
+                footer_offset,
+            )
+    want = _kind(field.type)
+    if want is None:
+        return
+    is_group = bool(element.num_children)
+    if is_group != (want == _GROUP):
+        reads_as: str | None = "a group" if is_group else "a single column"
+    else:
+        reads_as = None if is_group else _consistent(field.type, want, element)
+    if reads_as is not None:
+        raise CorruptFileError(
+            f"Column {name!r} is {_describe(element)} in the Parquet schema, which reads as "
+            f"{reads_as}, but {field.type} in ARROW:schema.",
+            footer_offset,
+        )
+
+
+def check_sidecar_columns(
+    elements: Sequence[SchemaElement], header: SidecarHeader, footer_offset: int
+) -> None:
+    """Check a live file's footer schema against the column descriptors of its ``_pm``.
+
+    Raises:
+        CorruptFileError: a different column count, or a column whose name, physical type,
+            fixed byte length, repetition or max definition level differs.
+    """
+    leaves = list(elements[1:])
+    columns = header.columns
+    if len(leaves) != len(columns) or any(leaf.num_children for leaf in leaves):
+        raise CorruptFileError(
+            f"The Parquet schema has columns {[leaf.name for leaf in leaves]} but _pm "
+            f"describes {[c.name for c in columns]}.",
+            footer_offset,
+        )
+    for leaf, column in zip(leaves, columns, strict=True):
+        repetition = leaf.repetition_type
+        parquet = (
+            leaf.name,
+            leaf.type,
+            leaf.type_length or 0,
+            repetition,
+            int(repetition == FieldRepetitionType.OPTIONAL),
+        )
+        sidecar = (
+            column.name,
+            column.physical_type,
+            column.fixed_byte_len,
+            column.repetition,
+            column.max_def_level,
+        )
+        if parquet != sidecar:
+            raise CorruptFileError(
+                f"Column {column.name!r} differs between the Parquet schema and _pm: "
+                f"{_column_text(*parquet)} in the footer, {_column_text(*sidecar)} in _pm.",
+                footer_offset,
+            )
+
+
+def _column_text(
+    name: str | None, physical: int | None, length: int, repetition: int | None, max_def: int
+) -> str:
+    physical_name = "no type" if physical is None else _type_name(physical)
+    repetition_name = _REPETITION_NAMES.get(repetition, f"repetition {repetition}")
+    return (
+        f"{name!r} {physical_name} (fixed length {length}) {repetition_name}, "
+        f"max definition level {max_def}"
+    )

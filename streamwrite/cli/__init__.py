@@ -1,0 +1,11 @@
+"""streamwrite.cli: re-exports."""
+
+from streamwrite.cli.main import (
+    EPILOG,
+    main,
+)
+
+__all__ = [
+    "EPILOG",
+    "main",
+]

@@ -1,0 +1,332 @@
+"""Writing a merged segment: the row groups of old segments, in order, into a new one.
+
+Each source row group takes one of three ways (:class:`Merger`)::
+
+    raw copy    full-size (>= small_fraction * target rows), unencrypted, nothing held back:
+                its column chunks are copied as bytes (layout/raw_copy.py)
+    physical    small, unencrypted, no sort: its column chunks are read as compressed bytes
+                and held back; every target_rows of them become one MergeChunkJob per column
+                that the executor's workers decode and re-encode (no Arrow on the way)
+    Arrow       encrypted sources, or sort_by_timestamp: decoded here (decrypted) into Arrow,
+                held back, sorted if asked, re-encoded by row_group_jobs
+
+Up to ``MAX_ENCODING`` merged row groups are encoded at once while the next ones are read, and
+the ready ones are committed (in order, in the background) every ``COMMIT_BYTES``.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import pyarrow as pa
+import pyarrow.compute as pc
+from anyio.abc import TaskGroup
+
+from streamwrite.errors import UnsupportedError
+from streamwrite.layout.file_writer import chunk_settings
+from streamwrite.layout.raw_copy import copy_row_group
+from streamwrite.live.file import EncodedRowGroup, LiveFile
+from streamwrite.pool.gate import BACKGROUND
+from streamwrite.reader.file import ParquetFile
+from streamwrite.writer import row_group_jobs
+from workers.chunk import EncodedChunk
+from workers.jobs import Job, MergeChunkJob, SourceChunk
+
+if TYPE_CHECKING:
+    from streamwrite.table.api import Table
+
+__all__ = ["COMMIT_BYTES", "MAX_ENCODING", "Merger", "merge_segment"]
+
+MAX_ENCODING = 2
+"""Row groups of the merged segment encoded at once (by the table's executor) while the
+next ones are read."""
+COMMIT_BYTES = 64 << 20
+"""Encoded bytes held before the segment compaction writes commits them (bounds memory). A
+commit leaves its footer behind as dead bytes; at this size they stay a small share of the
+segment, so a merged segment does not qualify for compaction again by its own footers."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Rows:
+    """Rows ``[row_start, row_stop)`` of a source row group whose column chunks were read
+    (unencrypted sources: a worker decodes them, no Arrow on the way)."""
+
+    sources: tuple[SourceChunk, ...]
+    """One per column, each covering the whole row group."""
+    row_start: int
+    row_stop: int
+    verify_checksums: bool
+    max_decompressed_page_size: int
+
+    @property
+    def num_rows(self) -> int:
+        return self.row_stop - self.row_start
+
+    def slice(self, offset: int, length: int | None = None) -> _Rows:
+        stop = self.row_stop if length is None else self.row_start + offset + length
+        return replace(self, row_start=self.row_start + offset, row_stop=stop)
+
+
+def _merge_jobs(table: Table, pieces: list[_Rows]) -> list[Job]:
+    """One job per column: decode the pieces' chunks and encode their rows as one chunk."""
+    verify = all(piece.verify_checksums for piece in pieces)
+    max_page = min(piece.max_decompressed_page_size for piece in pieces)
+    return [
+        MergeChunkJob(
+            chunk_settings(spec, table.options),
+            tuple(
+                replace(piece.sources[column], row_start=piece.row_start, row_stop=piece.row_stop)
+                for piece in pieces
+            ),
+            verify,
+            max_page,
+        )
+        for column, spec in enumerate(table.parquet_schema.columns)
+    ]
+
+
+def _job_size(job: Job) -> int:
+    if isinstance(job, MergeChunkJob):
+        return sum(len(source.data) for source in job.sources)
+    return 0
+
+
+async def _run_largest_first(table: Table, jobs: list[Job]) -> list[EncodedChunk]:
+    """Run ``jobs`` biggest first (the pool's workers finish closer together), behind the
+    appends' jobs (:mod:`streamwrite.pool.gate`); results in job order."""
+    order = sorted(range(len(jobs)), key=lambda i: -_job_size(jobs[i]))
+    results = await table.executor.run_all([jobs[i] for i in order], BACKGROUND)
+    chunks: list[EncodedChunk | None] = [None] * len(jobs)
+    for position, index in enumerate(order):
+        chunks[index] = results[position]
+    return [chunk for chunk in chunks if chunk is not None]
+
+
+def _read_sources(pf: ParquetFile, index: int) -> _Rows:
+    """Read the column chunks of row group ``index`` (compressed; decoded by a worker)."""
+    sources = tuple(pf.source_chunk(index, spec) for spec in pf.parquet_schema.columns)
+    rows = sources[0].num_rows
+    return _Rows(sources, 0, rows, pf.verify_checksums, pf.max_decompressed_page_size)
+
+
+class _Slot:
+    """One row group of the new segment, in order: raw (ready at once) or being encoded."""
+
+    def __init__(self, row_group: EncodedRowGroup | None = None) -> None:
+        self.row_group = row_group
+        self.done = anyio.Event()
+        self.error: Exception | None = None
+        if row_group is not None:
+            self.done.set()
+
+    async def result(self) -> EncodedRowGroup:
+        await self.done.wait()
+        if self.error is not None:
+            raise self.error
+        assert self.row_group is not None
+        return self.row_group
+
+
+class Merger:
+    """Feeds a new segment, in row order: row groups at the target size raw, small ones
+    merged and re-encoded.
+
+    Small rows are held back until they make a row group of ``target_rows``. A full-size
+    row group arriving behind held-back rows: if those are not small themselves they become
+    a row group and the full one is copied raw; else the full one is decoded and joins them
+    in one row group (at most ``(1 + small_fraction) * target_rows``), so that one small
+    commit does not force everything after it through the encoder.
+
+    Up to ``MAX_ENCODING`` row groups are encoded by the executor while the next ones are
+    read; slots keep their order, and whatever is ready is committed every ``COMMIT_BYTES``.
+    """
+
+    def __init__(
+        self,
+        table: Table,
+        live: LiveFile,
+        target_rows: int,
+        small_rows: float,
+        sort: bool,
+        physical: bool,
+        task_group: TaskGroup,
+    ) -> None:
+        self._table = table
+        self._live = live
+        self._target_rows = target_rows
+        self.small_rows = small_rows
+        """Row groups with fewer rows are small."""
+        self._sort = sort
+        self.physical = physical
+        """Small rows travel as compressed chunks a worker decodes (else as Arrow tables)."""
+        self._task_group = task_group
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+        self._slots: list[_Slot] = []
+        self._ready = 0
+        """The leading slots known to be done, and their encoded bytes."""
+        self._ready_bytes = 0
+        self._committed = anyio.Event()
+        """Set when the last commit started so far is done (commits run in the background)."""
+        self._committed.set()
+        self._encoding = anyio.Semaphore(MAX_ENCODING)
+        self._num_row_groups = 0
+        self.raw = 0
+        self.reencoded = 0
+
+    async def add_raw(self, row_group: EncodedRowGroup) -> None:
+        self._slots.append(_Slot(row_group))
+        self.raw += 1
+        await self._commit_ready()
+
+    async def add_rows(self, rows: pa.Table | _Rows, *, absorb: bool = False) -> None:
+        """Hold ``rows`` back (``absorb``: a full row group joining held-back small rows,
+        encoded with them as one)."""
+        self._pending.append(rows)
+        self._pending_rows += rows.num_rows
+        if self._sort:
+            return
+        if absorb:
+            await self._encode_pending(self._pending_rows)
+        while self._pending_rows >= self._target_rows:
+            await self._encode_pending(self._target_rows)
+
+    def can_take_raw(self) -> bool:
+        """A full row group may be copied raw now (held-back rows, if any, are flushed
+        first because they are not small)."""
+        return not self._sort and (self._pending_rows == 0 or self._pending_rows >= self.small_rows)
+
+    async def flush_held_back(self) -> None:
+        """Encode the held-back rows as one row group (before a raw one)."""
+        if self._pending_rows:
+            await self._encode_pending(self._pending_rows)
+
+    async def _encode_pending(self, num_rows: int) -> None:
+        taken: list[Any] = []
+        rest: list[Any] = []
+        needed = num_rows
+        for piece in self._pending:
+            if needed >= piece.num_rows:
+                taken.append(piece)
+            elif needed > 0:
+                taken.append(piece.slice(0, needed))
+                rest.append(piece.slice(needed))
+            else:
+                rest.append(piece)
+            needed -= piece.num_rows
+        self._pending = rest
+        self._pending_rows -= num_rows
+        table = self._table
+        jobs: list[Job]
+        if taken and isinstance(taken[0], _Rows):
+            jobs = _merge_jobs(table, taken)
+        else:
+            ordinal = self._num_row_groups + len(self._slots)
+            piece = pa.concat_tables(taken)
+            jobs = list(
+                row_group_jobs(
+                    piece, table.parquet_schema, table.options, self._live.encryptor, ordinal
+                )
+            )
+        slot = _Slot()
+        self._slots.append(slot)
+        await self._encoding.acquire()  # at most MAX_ENCODING in flight
+
+        async def encode() -> None:
+            try:
+                slot.row_group = (await _run_largest_first(table, jobs), num_rows)
+            except Exception as exc:  # raised to the merger; cancellation propagates
+                slot.error = exc
+            finally:
+                self._encoding.release()
+                slot.done.set()
+
+        self._task_group.start_soon(encode)
+        self.reencoded += 1
+        await self._commit_ready()
+
+    async def flush_rows(self, timestamp: str | None) -> None:
+        """Encode every pending row (sorted first, if asked)."""
+        if self._sort and timestamp is not None and self._pending:
+            rows = pa.concat_tables(self._pending)
+            order = pc.sort_indices(rows, [(timestamp, "ascending")])
+            self._pending = [rows.take(order)]
+        while self._pending_rows:
+            await self._encode_pending(min(self._target_rows, self._pending_rows))
+
+    async def _commit_ready(self, final: bool = False) -> None:
+        """Commit the leading ready row groups once they hold ``COMMIT_BYTES`` (all of
+        them, waiting for those in flight, if ``final``)."""
+        while self._ready < len(self._slots) and (final or self._slots[self._ready].done.is_set()):
+            row_group = await self._slots[self._ready].result()
+            self._ready_bytes += sum(len(chunk.data) for chunk in row_group[0])
+            self._ready += 1
+        if self._ready and (self._ready_bytes >= COMMIT_BYTES or final):
+            row_groups = [await slot.result() for slot in self._slots[: self._ready]]
+            self._num_row_groups += self._ready
+            del self._slots[: self._ready]
+            self._ready = self._ready_bytes = 0
+            previous, done = self._committed, anyio.Event()
+            self._committed = done
+
+            async def commit() -> None:
+                try:
+                    await previous.wait()  # commits stay in order
+                    await self._live.commit_encoded(row_groups)
+                finally:
+                    done.set()
+
+            self._task_group.start_soon(commit)  # reading goes on during the fsync
+
+    async def finish(self, timestamp: str | None) -> int:
+        """Encode and commit the rest; returns the committed size."""
+        await self.flush_rows(timestamp)
+        await self._commit_ready(final=True)
+        await self._committed.wait()
+        return self._live.last_commit.parquet_size
+
+
+def _raw_row_group(pf: ParquetFile, index: int, size: int) -> EncodedRowGroup:
+    row_group = (pf.thrift_metadata.row_groups or [])[index]
+    chunks = copy_row_group(
+        lambda offset, n: bytes(pf.read_bytes(offset, n)), row_group, file_size=size
+    )
+    return chunks, row_group.num_rows or 0
+
+
+async def merge_segment(
+    merger: Merger,
+    directory: Path,
+    size: int,
+    row_group_rows: tuple[int, ...],
+    encrypted: bool,
+    decryption: Any,
+) -> None:
+    """Feed the row groups of one segment (at committed ``size``) to ``merger``; its footer
+    is read once."""
+    pf = await anyio.to_thread.run_sync(
+        functools.partial(ParquetFile, directory, snapshot=size, decryption=decryption)
+    )
+    try:
+        for index, rows in enumerate(row_group_rows):
+            full = rows >= merger.small_rows
+            raw = full and not encrypted and merger.can_take_raw()
+            if raw:
+                try:
+                    row_group = await anyio.to_thread.run_sync(_raw_row_group, pf, index, size)
+                except UnsupportedError:
+                    raw = False
+                else:
+                    await merger.flush_held_back()
+                    await merger.add_raw(row_group)
+            if not raw:
+                # encrypted sources, or a sort: decoded here into Arrow
+                reader = _read_sources if merger.physical else ParquetFile.read_row_group
+                rows_read = await anyio.to_thread.run_sync(reader, pf, index)
+                await merger.add_rows(rows_read, absorb=full)
+    finally:
+        pf.close()

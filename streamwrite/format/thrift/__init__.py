@@ -1,0 +1,1 @@
+"""Thrift compact protocol: the codec, its per-struct plans and the decoder."""

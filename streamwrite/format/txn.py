@@ -1,0 +1,369 @@
+"""The table transaction record ``_txn`` (DESIGN sections 3 and 4), without I/O.
+
+A table is a directory of partitions; a partition is a directory of **segments**, each a live
+file (``data.parquet`` + ``_pm``) in its own subdirectory; ``_txn`` is the table's commit
+point. Partition directories are named Hive-style, ``<timestamp>_<partition_by>=<value>``
+(:mod:`streamwrite.layout.partitioning`), so that Spark, DuckDB, pyarrow and polars discover
+the partition column; an unpartitioned table has the one partition ``sw_partition=all`` (a
+directory Spark's discovery needs to look below the table path at all)::
+
+    table/_txn
+    table/_lock
+    table/ts_day=2026-11-22/seg-000000/{data.parquet,_pm}       sealed (full, or merged)
+    table/ts_day=2026-11-22/seg-000003/{data.parquet,_pm}       the newest: appends go here
+    table/ts_day=2026-11-22/seg-000001/{_data.retired,_pm}      retired by compaction
+    table/ts_day=2026-11-22/seg-000004/{_data.pending,_pm}      being merged, unpublished
+
+Every name but the published segments' ``data.parquet`` starts with ``_`` (or ``.``) and does
+not end in ``.parquet``: Spark and pyarrow skip names starting with ``_`` and ``.``, and
+DuckDB's and polars' ``**/*.parquet`` globs (which do descend into such directories) match no
+other file, so reading the table directory directly gives exactly the committed rows whenever
+no append and no compaction swap is in flight. The data file of a segment moves one way only::
+
+    _data.pending --(rename, before the _txn swap)--> data.parquet
+    data.parquet  --(rename, after the _txn swap that retires it)--> _data.retired
+    _data.retired --(deleted with its segment directory, after the grace period)
+
+Appends go to a partition's newest segment; once it holds ``segment_row_groups`` row groups
+the next row group starts a new segment, so footers (rewritten at every commit) and the dead
+bytes of old footers stay bounded, and sealed segments are never written again: compaction
+merges them into a new segment and swaps it in, in one ``_txn`` version. Segment numbers only
+grow; a published name is never reused. ``_txn`` is replaced atomically (written to a
+temporary name, fsynced, renamed over the old one, directory fsynced), so a reader sees one
+whole version or the next. Layout (UTF-8 JSON, keys sorted)::
+
+    {
+      "format": "streamwrite.txn",        "format_version": 3,
+      "version": 12,                      every table commit adds one
+      "schema": "<base64>",               the table's Arrow schema (as ARROW:schema)
+      "timestamp": "ts" | null,           the designated timestamp column
+      "partition_by": "day" | null,       hour | day | month | null (one "sw_partition=all")
+      "partitions": {"ts_day=2026-11-22": [["seg-000000", 123456, 9001], ...], ...},
+                                          each partition (its directory name) and its
+                                          segments in row order, with the committed
+                                          data.parquet size of each and the XXH64 of the
+                                          Parquet footer ending there (as its _pm records
+                                          it; absent where that commit recorded none)
+      "retired": [["ts_day=2026-11-22/seg-000001", 1795000000.5], ...],
+                                          segments replaced by compaction, and when (Unix
+                                          seconds): deleted once no reader can need them
+      "applied": {"job-1": 17, ...},      highest batch id committed per app id
+      "crc32": 3735928559                 CRC32 of the record serialized without this key
+    }
+
+Format version 2 named partition directories by their bare value (``2026-11-22``) and kept a
+retired segment's ``data.parquet`` in place. Version 2 records are still read (their
+directory names are their partition names); a writer opening such a table migrates it
+(``streamwrite.table.recovery``: rename the partition directories, then publish version 3), and
+only version 3 records are written.
+
+Rules: a segment's live file may be ahead of ``_txn`` (its commit happened, the table's did
+not): opening the table rolls it back to the recorded size. A segment behind ``_txn`` or
+missing is damage. A segment directory that ``_txn`` neither lists nor retires was never
+published (a crash while creating it or while compacting) and is deleted on open; a retired
+segment whose data file is still ``data.parquet`` (a crash right after the swap) is retired
+on open. A batch ``(app_id, batch_id)`` with ``batch_id <= applied[app_id]`` is already
+committed and is skipped (the exactly-once pattern of Delta Lake's txnAppId/txnVersion).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from streamwrite.errors import CorruptFileError
+
+__all__ = [
+    "DATA_FILE",
+    "FORMAT_VERSION",
+    "PENDING_DATA_FILE",
+    "READABLE_FORMAT_VERSIONS",
+    "RETIRED_DATA_FILE",
+    "TXN_FILE",
+    "UNPARTITIONED",
+    "UNPARTITIONED_COLUMN",
+    "Retired",
+    "Segment",
+    "TxnRecord",
+    "decode_txn",
+    "encode_txn",
+    "segment_name",
+    "segment_number",
+]
+
+TXN_FILE = "_txn"
+UNPARTITIONED_COLUMN = "sw_partition"
+"""The partition column of an unpartitioned table's one partition directory."""
+UNPARTITIONED = f"{UNPARTITIONED_COLUMN}=all"
+"""The one partition of an unpartitioned table (format 3; format 2 named it ``all``)."""
+FORMAT = "streamwrite.txn"
+FORMAT_VERSION = 3
+READABLE_FORMAT_VERSIONS = (2, 3)
+DATA_FILE = "data.parquet"
+"""The data file of a published (listed) segment."""
+PENDING_DATA_FILE = "_data.pending"
+"""The data file of a merged segment compaction is writing (no engine's listing sees it)."""
+RETIRED_DATA_FILE = "_data.retired"
+"""The data file of a segment compaction retired (pinned readers still read it)."""
+_SEGMENT = re.compile(r"seg-(\d{6,})")
+_PARTITION = re.compile(r"[A-Za-z0-9+-][A-Za-z0-9_.=+-]*")
+
+
+def segment_name(number: int) -> str:
+    """The directory name of segment ``number`` (``seg-000042``)."""
+    return f"seg-{number:06d}"
+
+
+def segment_number(name: str) -> int | None:
+    """The number of a segment directory name, or None for any other name."""
+    match = _SEGMENT.fullmatch(name)
+    return None if match is None else int(match.group(1))
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One segment of a partition: its directory name, committed ``data.parquet`` size and
+    the XXH64 of the Parquet footer ending there (as its ``_pm`` records it; None when the
+    segment's commit did not record one)."""
+
+    name: str
+    size: int
+    footer_xxh64: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Retired:
+    """A segment compaction replaced: ``path`` (``partition/segment``) and since when
+    (Unix seconds)."""
+
+    path: str
+    since: float
+
+
+@dataclass(frozen=True, slots=True)
+class TxnRecord:
+    """One version of the table transaction record."""
+
+    version: int = 0
+    schema: str = ""
+    timestamp: str | None = None
+    partition_by: str | None = None
+    partitions: dict[str, tuple[Segment, ...]] = field(default_factory=dict)
+    applied: dict[str, int] = field(default_factory=dict)
+    retired: tuple[Retired, ...] = ()
+    format_version: int = FORMAT_VERSION
+    """3; 2 for a record read from a table not migrated yet (partitions named by value)."""
+
+    def is_applied(self, app_id: str, batch_id: int) -> bool:
+        """True when ``(app_id, batch_id)`` was committed before (or an earlier batch id)."""
+        return batch_id <= self.applied.get(app_id, -1)
+
+    def files(self) -> tuple[tuple[str, int], ...]:
+        """Every segment as ``(partition/segment, committed size)``, partitions in order."""
+        return tuple(
+            (f"{partition}/{segment.name}", segment.size)
+            for partition in sorted(self.partitions)
+            for segment in self.partitions[partition]
+        )
+
+    def next(
+        self,
+        segments: Mapping[str, Iterable[Segment]],
+        app_id: str | None = None,
+        batch_id: int | None = None,
+    ) -> TxnRecord:
+        """The following version after a commit: ``segments`` are the committed sizes of the
+        segments it wrote, per partition (a segment not listed yet is appended after the
+        partition's others), and, if given, the batch id."""
+        applied = dict(self.applied)
+        if app_id is not None and batch_id is not None:
+            applied[app_id] = batch_id
+        partitions = dict(self.partitions)
+        for partition, written in segments.items():
+            listed = list(partitions.get(partition, ()))
+            index = {segment.name: i for i, segment in enumerate(listed)}
+            for segment in written:
+                if segment.name in index:
+                    listed[index[segment.name]] = segment
+                else:
+                    index[segment.name] = len(listed)
+                    listed.append(segment)
+            partitions[partition] = tuple(listed)
+        return replace(self, version=self.version + 1, partitions=partitions, applied=applied)
+
+    def compacted(
+        self, partition: str, replaced: Iterable[str], merged: Segment, now: float
+    ) -> TxnRecord:
+        """The following version after compaction: the segments named ``replaced`` (adjacent
+        in the partition) become ``merged``, in their place, and are retired at ``now``.
+
+        Raises:
+            ValueError: ``replaced`` is empty, not listed, or not adjacent.
+        """
+        names = list(replaced)
+        listed = list(self.partitions.get(partition, ()))
+        positions = [i for i, segment in enumerate(listed) if segment.name in names]
+        if (
+            not names
+            or len(positions) != len(names)
+            or positions != list(range(positions[0], positions[0] + len(names)))
+        ):
+            raise ValueError(f"Segments {names} are not adjacent segments of {partition!r}.")
+        listed[positions[0] : positions[-1] + 1] = [merged]
+        retired = self.retired + tuple(Retired(f"{partition}/{name}", now) for name in names)
+        return replace(
+            self,
+            version=self.version + 1,
+            partitions={**self.partitions, partition: tuple(listed)},
+            retired=retired,
+        )
+
+    def find_partition(self, name: str) -> str | None:
+        """The partition ``name`` designates: a partition name (``ts_day=2026-11-22``), or
+        the bare value of one (``2026-11-22``); None if there is none."""
+        if name in self.partitions:
+            return name
+        matches = [p for p in self.partitions if p.partition("=")[2] == name]
+        return matches[0] if len(matches) == 1 else None
+
+    def renamed(self, names: Mapping[str, str]) -> TxnRecord:
+        """The following version in the current format, with partitions renamed
+        (``names``: old name -> new name; others keep theirs), retired paths too."""
+
+        def rename(path: str) -> str:
+            partition, _, segment = path.partition("/")
+            return f"{names.get(partition, partition)}/{segment}"
+
+        return replace(
+            self,
+            version=self.version + 1,
+            format_version=FORMAT_VERSION,
+            partitions={names.get(p, p): segments for p, segments in self.partitions.items()},
+            retired=tuple(Retired(rename(r.path), r.since) for r in self.retired),
+        )
+
+    def without_retired(self, paths: Iterable[str]) -> TxnRecord:
+        """The following version, forgetting retired segments that were deleted."""
+        gone = set(paths)
+        return replace(
+            self,
+            version=self.version + 1,
+            retired=tuple(r for r in self.retired if r.path not in gone),
+        )
+
+
+def _segment(name: str, size: int, footer_xxh64: int | None = None) -> Segment:
+    return Segment(str(name), int(size), None if footer_xxh64 is None else int(footer_xxh64))
+
+
+def _body(record: TxnRecord) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "format_version": record.format_version,
+        "version": record.version,
+        "schema": record.schema,
+        "timestamp": record.timestamp,
+        "partition_by": record.partition_by,
+        "partitions": {
+            name: [
+                [segment.name, segment.size]
+                + ([] if segment.footer_xxh64 is None else [segment.footer_xxh64])
+                for segment in segments
+            ]
+            for name, segments in sorted(record.partitions.items())
+        },
+        "retired": [[r.path, r.since] for r in record.retired],
+        "applied": dict(sorted(record.applied.items())),
+    }
+
+
+def _dumps(body: dict[str, Any]) -> bytes:
+    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+
+
+def encode_txn(record: TxnRecord) -> bytes:
+    """Returns: the ``_txn`` file contents for ``record``.
+
+    Raises:
+        ValueError: ``record`` is in an older format (migrate it with :meth:`TxnRecord.renamed`).
+    """
+    if record.format_version != FORMAT_VERSION:
+        raise ValueError(
+            f"A _txn record of format version {record.format_version} is never written; "
+            f"migrate it to version {FORMAT_VERSION} first."
+        )
+    body = _body(record)
+    body["crc32"] = zlib.crc32(_dumps(body))
+    return json.dumps(body, sort_keys=True, indent=1).encode() + b"\n"
+
+
+def decode_txn(data: bytes) -> TxnRecord:
+    """Parse and check a ``_txn`` file.
+
+    Returns:
+        The record.
+
+    Raises:
+        CorruptFileError: not a valid, intact streamwrite transaction record.
+    """
+    try:
+        body = json.loads(data)
+        if not isinstance(body, dict) or body.get("format") != FORMAT:
+            raise ValueError("not a streamwrite.txn record")
+        format_version = body.get("format_version")
+        if format_version not in READABLE_FORMAT_VERSIONS:
+            raise ValueError(
+                f"format_version {format_version!r} is not one of {READABLE_FORMAT_VERSIONS} "
+                "(a newer streamwrite wrote it?)"
+            )
+        crc = body.pop("crc32")
+        if zlib.crc32(_dumps(body)) != crc:
+            raise ValueError("its CRC32 does not match")
+        record = TxnRecord(
+            version=int(body["version"]),
+            schema=str(body["schema"]),
+            timestamp=body["timestamp"],
+            partition_by=body["partition_by"],
+            partitions={
+                str(name): tuple(_segment(*entry) for entry in segments)
+                for name, segments in body["partitions"].items()
+            },
+            applied={str(k): int(v) for k, v in body["applied"].items()},
+            retired=tuple(Retired(str(path), float(since)) for path, since in body["retired"]),
+            format_version=int(format_version),
+        )
+        _check(record)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise CorruptFileError(f"The table's _txn record is invalid: {exc}.", 0) from exc
+    return record
+
+
+def _check(record: TxnRecord) -> None:
+    """Names that stay inside the table directory, no negative sizes, no repeated segment."""
+    if record.version < 0:
+        raise ValueError("a negative version")
+    for partition, segments in record.partitions.items():
+        if not _PARTITION.fullmatch(partition):
+            raise ValueError(f"the partition name {partition!r} is not allowed")
+        names = [segment.name for segment in segments]
+        if len(set(names)) != len(names) or any(segment_number(n) is None for n in names):
+            raise ValueError(f"partition {partition!r} has bad or repeated segment names")
+        if any(segment.size < 0 for segment in segments):
+            raise ValueError(f"partition {partition!r} has a negative size")
+        if any(not 0 <= (segment.footer_xxh64 or 0) < 2**64 for segment in segments):
+            raise ValueError(f"partition {partition!r} has a footer checksum out of range")
+    for retired in record.retired:
+        partition, _, name = retired.path.partition("/")
+        if not _PARTITION.fullmatch(partition) or segment_number(name) is None:
+            raise ValueError(f"the retired path {retired.path!r} is not allowed")
+    if record.format_version >= 3:
+        prefix = f"{record.timestamp}_{record.partition_by}="
+        for partition in record.partitions:
+            if record.partition_by is None and partition != UNPARTITIONED:
+                raise ValueError(f"the partition name {partition!r} of an unpartitioned table")
+            if record.partition_by is not None and not partition.startswith(prefix):
+                raise ValueError(f"the partition name {partition!r} does not start with {prefix}")

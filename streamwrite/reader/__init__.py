@@ -1,0 +1,1 @@
+"""Reading Parquet files: tails, pyarrow-shaped metadata, page decoding, verification."""

@@ -1,0 +1,624 @@
+"""Reading Parquet files: ``ParquetFile`` and ``read_table``, named as in ``pyarrow.parquet``.
+
+The reader trusts nothing it reads: the footer length, every offset and size in the metadata
+and in page headers is checked against the bytes available before it is used, decompressed
+sizes are capped (``max_decompressed_page_size``), and every problem surfaces as a
+:class:`~streamwrite.errors.StreamwriteError` subclass naming the absolute byte offset.
+
+Tail of a file (parquet-format "File Format", and 7.3 "Parquet Modular Encryption")::
+
+    ... FileMetaData footer_length (u32 LE) "PAR1"                          plaintext
+    ... FileMetaData nonce(12) tag(16) footer_length (u32 LE) "PAR1"        signed plaintext footer
+    ... FileCryptoMetaData footer_module footer_length (u32 LE) "PARE"      encrypted footer
+
+Encrypted files are read with a :class:`~streamwrite.crypto.decryption.DecryptionConfig`
+(``decryption=``); see :mod:`streamwrite.crypto.decryption` for the modules and their AADs.
+Without it,
+an encrypted footer raises EncryptionError, and a plaintext-footer file reads its plaintext
+columns only. Files with nested columns open too: their flat top-level columns can be read
+with ``columns=``; reading a nested column raises UnsupportedError.
+
+``ParquetFile.metadata`` has the shape of ``pyarrow.parquet.ParquetFile(...).metadata``
+(:mod:`streamwrite.reader.metadata`); the Thrift ``FileMetaData`` is
+``ParquetFile.thrift_metadata``.
+``read_table`` dispatches on what it is given: a file or buffer, a live file, a table, or a
+directory of plain Parquet files (:mod:`streamwrite.reader.directory`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from streamwrite._keywords import public_keywords
+from streamwrite.arrow.schema import ColumnSpec, ParquetSchema, from_physical, parquet_to_arrow
+from streamwrite.crypto.decryption import ChunkDecryptor, DecryptionConfig
+from streamwrite.errors import (
+    ConfigError,
+    CorruptFileError,
+    EncryptionError,
+    FormatError,
+    LimitError,
+    SchemaError,
+    StreamwriteError,
+    UnsupportedError,
+)
+from streamwrite.format import structs as t
+from streamwrite.options import ReadOptions
+from streamwrite.reader.metadata import FileMetaData
+from streamwrite.reader.tail import (
+    _MAX_DICTIONARY_HEADER_SIZE,
+    Source,
+    _Bytes,
+    _leaf_paths,
+    _needs_parquet_816_padding,
+    _read_footer,
+)
+from workers.decode import KERNEL_ERRORS, DecodedChunk, PageInfo, concat_values, decode_chunk
+from workers.jobs import SourceChunk
+
+__all__ = ["ParquetFile", "read_table"]
+
+
+class ParquetFile:
+    """A Parquet file opened for reading.
+
+    Args:
+        source: a path, a binary file object, or the file's bytes.
+        verify_checksums: check the CRC32 of every page that has one.
+        max_decompressed_page_size: refuse pages claiming more uncompressed bytes (default
+            ``DEFAULT_MAX_DECOMPRESSED_PAGE_SIZE``, 256 MiB); it also caps the values one page
+            may claim at a eighth of it.
+        snapshot: read only this committed prefix of the file (live files).
+        decryption: keys (and AAD prefix) for an encrypted file.
+
+    Raises:
+        CorruptFileError: the file is not valid Parquet (with the offset of the damage).
+        EncryptionError: an encrypted footer without ``decryption``; a wrong footer key or
+            AAD prefix; a tampered footer or footer signature.
+        UnsupportedError: a schema without any flat column we read.
+        ConfigError: a non-positive ``max_decompressed_page_size``.
+    """
+
+    @public_keywords("streamwrite.ParquetFile")
+    def __init__(
+        self,
+        source: Source,
+        *,
+        verify_checksums: bool = True,
+        max_decompressed_page_size: int | None = None,
+        snapshot: int | None = None,
+        decryption: DecryptionConfig | None = None,
+    ) -> None:
+        if decryption is not None and not isinstance(decryption, DecryptionConfig):
+            raise ConfigError(
+                f"decryption must be a DecryptionConfig, not a {type(decryption).__name__}."
+            )
+        if max_decompressed_page_size is None:
+            max_decompressed_page_size = ReadOptions().max_decompressed_page_size
+        if not isinstance(max_decompressed_page_size, int) or max_decompressed_page_size < 1:
+            raise ConfigError(
+                "max_decompressed_page_size must be a positive integer, "
+                f"got {max_decompressed_page_size!r}."
+            )
+        self._options = ReadOptions(
+            verify_checksums=verify_checksums,
+            max_decompressed_page_size=max_decompressed_page_size,
+        )
+        self._source = _Bytes(source, snapshot)
+        self._unsupported: UnsupportedError | None = None
+        self._nested_names: frozenset[str] = frozenset()
+        self._column_metadata: dict[tuple[int, int], t.ColumnMetaData] = {}
+        self._metadata: FileMetaData | None = None
+        try:
+            self.thrift_metadata, self.footer_offset, self._decryptor = _read_footer(
+                self._source, decryption
+            )
+            self._schema, self._paths = self._make_schema()
+        except BaseException:
+            self._source.close()
+            raise
+        self._pad_chunks = _needs_parquet_816_padding(self.thrift_metadata.created_by)
+
+    @property
+    def metadata(self) -> FileMetaData:
+        """The footer, shaped as ``pyarrow.parquet.ParquetFile(...).metadata``
+        (:class:`streamwrite.reader.metadata.FileMetaData`); the Thrift ``FileMetaData`` struct is
+        :attr:`thrift_metadata`."""
+        if self._metadata is None:
+            self._metadata = FileMetaData(self)
+        return self._metadata
+
+    def _make_schema(self) -> tuple[ParquetSchema, list[str]]:
+        """The schema of the columns we read and the dotted path of every leaf column."""
+        metadata = self.thrift_metadata
+        if not metadata.schema:
+            raise CorruptFileError("The footer has no schema.", self.footer_offset)
+        try:
+            try:
+                schema = parquet_to_arrow(metadata.schema, metadata.key_value_metadata)
+                paths = [spec.element.name or "" for spec in schema.columns]
+            except UnsupportedError as exc:
+                schema, paths = self._flat_projection(metadata.schema, exc)
+        except UnsupportedError:
+            raise
+        except (SchemaError, FormatError) as exc:
+            raise CorruptFileError(
+                f"The schema in the footer is invalid: {exc}", self.footer_offset
+            ) from exc
+        except (*KERNEL_ERRORS, pa.ArrowException, OSError) as exc:
+            # pyarrow raises a bare OSError for a damaged ARROW:schema flatbuffer; no I/O
+            # happens here, so an OSError can only be about the footer's bytes.
+            raise CorruptFileError(
+                f"The schema in the footer is invalid ({type(exc).__name__}: {exc}).",
+                self.footer_offset,
+            ) from exc
+        for i, row_group in enumerate(metadata.row_groups or []):
+            if len(row_group.columns or []) != len(paths):
+                raise CorruptFileError(
+                    f"Row group {i} has {len(row_group.columns or [])} column chunks for "
+                    f"{len(paths)} columns.",
+                    self.footer_offset,
+                )
+        return schema, paths
+
+    def _flat_projection(
+        self, elements: list[t.SchemaElement], exc: UnsupportedError
+    ) -> tuple[ParquetSchema, list[str]]:
+        """The flat top-level columns of a nested schema (the others raise ``exc`` when read)."""
+        leaves = _leaf_paths(elements)
+        flat = [(n, element) for n, (_, element, ok) in enumerate(leaves) if ok]
+        if not flat:
+            raise exc
+        root = dataclasses.replace(elements[0], num_children=len(flat))
+        projected = parquet_to_arrow([root, *(e for _, e in flat)], None)
+        columns = tuple(
+            dataclasses.replace(spec, index=n)
+            for spec, (n, _) in zip(projected.columns, flat, strict=True)
+        )
+        flat_names = {e.name for _, e in flat}
+        self._unsupported = exc
+        self._nested_names = (
+            frozenset(path.split(".")[0] for path, _, ok in leaves if not ok) - flat_names
+        )
+        schema = ParquetSchema(projected.arrow_schema, list(elements), columns)
+        return schema, [path for path, _, _ in leaves]
+
+    @property
+    def schema_arrow(self) -> pa.Schema:
+        """The Arrow schema (restored from ``ARROW:schema`` when present)."""
+        return self._schema.arrow_schema
+
+    @property
+    def parquet_schema(self) -> ParquetSchema:
+        """The Parquet schema: elements and per-column specs."""
+        return self._schema
+
+    @property
+    def num_row_groups(self) -> int:
+        """Row groups in the file."""
+        return len(self.thrift_metadata.row_groups or [])
+
+    @property
+    def unsupported_columns(self) -> list[str]:
+        """Top-level columns of the file we cannot read (nested), not in :attr:`parquet_schema`."""
+        return sorted(self._nested_names)
+
+    @property
+    def encryption_algorithm(self) -> str | None:
+        """``"AES_GCM_V1"`` or ``"AES_GCM_CTR_V1"`` for an encrypted file read with keys, else
+        None (plaintext files, or plaintext-footer files read without keys)."""
+        return None if self._decryptor is None else self._decryptor.algorithm.value
+
+    def _columns(self, columns: Sequence[str] | None) -> list[ColumnSpec]:
+        if columns is None:
+            if self._unsupported is not None:
+                raise self._unsupported
+            return list(self._schema.columns)
+        by_name = {spec.name: spec for spec in self._schema.columns}
+        if self._unsupported is not None and any(c in self._nested_names for c in columns):
+            raise self._unsupported
+        missing = [c for c in columns if c not in by_name]
+        if missing:
+            raise SchemaError(f"Columns {missing} are not in the file; it has {list(by_name)}.")
+        return [by_name[c] for c in columns]
+
+    @property
+    def file_size(self) -> int:
+        """Bytes of the file this object reads (a snapshot's committed size)."""
+        return self._source.size
+
+    def read_bytes(self, offset: int, size: int) -> memoryview:
+        """``size`` bytes at absolute ``offset``, checked to lie inside the file."""
+        return self._source.read(offset, size)
+
+    def chunk_range(self, i: int, spec: ColumnSpec) -> tuple[int, int]:
+        """``(offset, size)`` of the pages of column ``spec`` in row group ``i``, checked.
+
+        Raises:
+            CorruptFileError: the range does not lie between the magic and the footer.
+            EncryptionError: the chunk's metadata is encrypted and cannot be decrypted.
+        """
+        meta = self._chunk_meta(i, spec)
+        start = meta.data_page_offset
+        dictionary = meta.dictionary_page_offset
+        if dictionary is not None and 0 < dictionary < (start or 0):
+            start = dictionary
+        size = meta.total_compressed_size
+        if (
+            start is None
+            or size is None
+            or start < 4
+            or size < 0
+            or start + size > self.footer_offset
+        ):
+            end = None if start is None or size is None else start + size
+            raise CorruptFileError(
+                f"Column {spec.name!r} of row group {i} claims bytes [{start}, {end}) outside "
+                "the data of the file.",
+                self.footer_offset,
+            )
+        if self._pad_chunks:
+            size += min(_MAX_DICTIONARY_HEADER_SIZE, self.footer_offset - (start + size))
+        return start, size
+
+    def _chunk(self, i: int, column: int) -> t.ColumnChunk:
+        row_groups = self.thrift_metadata.row_groups or []
+        if not 0 <= i < len(row_groups):
+            raise IndexError(f"Row group {i} does not exist; the file has {len(row_groups)}.")
+        chunks = row_groups[i].columns or []
+        if not 0 <= column < len(chunks):
+            raise IndexError(f"Column {column} does not exist; the file has {len(chunks)}.")
+        return chunks[column]
+
+    def chunk_decryptor(self, i: int, column: int) -> ChunkDecryptor | None:
+        """The decryptor of the chunk of leaf column ``column`` in row group ``i``, or None
+        when the chunk is not encrypted.
+
+        Raises:
+            IndexError: No such row group or column.
+            EncryptionError: The chunk is encrypted and the file was opened without keys, or
+                its key cannot be retrieved.
+            UnsupportedError: External key material.
+        """
+        crypto = self._chunk(i, column).crypto_metadata
+        if crypto is None:
+            return None
+        path = self._paths[column]
+        where = f"Column {path!r} of row group {i}"
+        if self._decryptor is None:
+            raise EncryptionError(
+                f"{where} is encrypted: it needs decryption keys (decryption=DecryptionConfig...)."
+            )
+        row_group = (self.thrift_metadata.row_groups or [])[i]
+        ordinal = i if row_group.ordinal is None else row_group.ordinal
+        return self._decryptor.chunk(crypto, ordinal, column, path, where)
+
+    def column_metadata(self, i: int, column: int) -> t.ColumnMetaData:
+        """The ColumnMetaData of leaf column ``column`` in row group ``i``, decrypted from
+        ``encrypted_column_metadata`` when the chunk has it.
+
+        Raises:
+            IndexError: No such row group or column.
+            CorruptFileError: The chunk has no metadata, or it does not decode.
+            EncryptionError: As for :meth:`chunk_decryptor`, or the module does not decrypt.
+        """
+        cached = self._column_metadata.get((i, column))
+        if cached is not None:
+            return cached
+        chunk = self._chunk(i, column)
+        decryptor = self.chunk_decryptor(i, column)
+        meta = chunk.meta_data
+        if decryptor is not None and chunk.encrypted_column_metadata is not None:
+            assert self._decryptor is not None  # chunk_decryptor raised otherwise
+            try:
+                meta = self._decryptor.column_metadata(
+                    decryptor, chunk.encrypted_column_metadata, self._paths[column]
+                )
+            except FormatError as exc:
+                raise CorruptFileError(str(exc), self.footer_offset) from exc
+        if meta is None:
+            raise CorruptFileError(
+                f"Column {self._paths[column]!r} of row group {i} has no ColumnMetaData.",
+                self.footer_offset,
+            )
+        self._column_metadata[(i, column)] = meta
+        return meta
+
+    def _chunk_meta(self, i: int, spec: ColumnSpec) -> t.ColumnMetaData:
+        return self.column_metadata(i, spec.index)
+
+    def _typed_chunk_meta(self, i: int, spec: ColumnSpec) -> tuple[t.ColumnMetaData, str]:
+        """The chunk's metadata, checked to have the schema's physical type, and how error
+        messages name the chunk."""
+        meta = self._chunk_meta(i, spec)
+        where = f"Column {spec.name!r} of row group {i}"
+        if meta.type != spec.physical_type:
+            raise CorruptFileError(
+                f"{where} has physical type {meta.type} in its metadata but "
+                f"{spec.physical_type.name} in the schema.",
+                self.footer_offset,
+            )
+        return meta, where
+
+    def decode_column_chunk(self, i: int, spec: ColumnSpec) -> DecodedChunk:
+        """Decode the pages of column ``spec`` in row group ``i`` (physical values, levels, pages).
+
+        Returns:
+            The chunk's non-null physical values, definition levels and page list.
+
+        Raises:
+            IndexError: ``i`` is not a row group of the file.
+            CorruptFileError, LimitError, UnsupportedError: as for :meth:`read_row_group`.
+            EncryptionError: an encrypted chunk without keys, a wrong key, or a module that
+                does not decrypt (tampered or moved); the message names the module.
+        """
+        meta, where = self._typed_chunk_meta(i, spec)
+        cipher = self.chunk_decryptor(i, spec.index)
+        num_rows = (self.thrift_metadata.row_groups or [])[i].num_rows
+        if meta.num_values == 0:
+            # Nothing to read: some writers give empty chunks no valid page offsets at all.
+            decoded = DecodedChunk(
+                values=concat_values([], spec.physical_type, spec.type_length),
+                def_levels=np.zeros(0, dtype=np.uint8) if spec.max_definition_level else None,
+                num_rows=0,
+                pages=[],
+            )
+            start = self.footer_offset
+        else:
+            start, size = self.chunk_range(i, spec)
+            decoded = decode_chunk(
+                self._source.read(start, size),
+                start,
+                meta,
+                type_length=spec.type_length,
+                max_definition_level=spec.max_definition_level,
+                verify_checksums=self._options.verify_checksums,
+                max_decompressed_page_size=self._options.max_decompressed_page_size,
+                where=where,
+                cipher=cipher,
+                dictionary_first=meta.dictionary_page_offset == start,
+            )
+        if num_rows is not None and decoded.num_rows != num_rows:
+            raise CorruptFileError(
+                f"{where} has {decoded.num_rows} rows, the row group {num_rows}.", start
+            )
+        return decoded
+
+    def source_chunk(
+        self, i: int, spec: ColumnSpec, row_start: int = 0, row_stop: int | None = None
+    ) -> SourceChunk:
+        """The bytes of column ``spec`` in row group ``i``, for a worker to decode (rows
+        ``[row_start, row_stop)`` of it; default all).
+
+        Raises:
+            UnsupportedError: the chunk is encrypted (decrypt it here: :meth:`read_row_group`).
+            CorruptFileError: as for :meth:`decode_column_chunk`.
+        """
+        if self.chunk_decryptor(i, spec.index) is not None:
+            raise UnsupportedError(f"Column {spec.name!r} of row group {i} is encrypted.")
+        meta, where = self._typed_chunk_meta(i, spec)
+        num_rows = (self.thrift_metadata.row_groups or [])[i].num_rows or 0
+        start, size = self.chunk_range(i, spec)
+        return SourceChunk(
+            bytes(self._source.read(start, size)),
+            start,
+            meta,
+            num_rows,
+            row_start,
+            num_rows if row_stop is None else row_stop,
+            meta.dictionary_page_offset == start,
+            where,
+        )
+
+    @property
+    def verify_checksums(self) -> bool:
+        """Whether page CRCs are checked."""
+        return self._options.verify_checksums
+
+    @property
+    def max_decompressed_page_size(self) -> int:
+        """The largest decompressed page accepted."""
+        return self._options.max_decompressed_page_size
+
+    def _read_column(self, spec: ColumnSpec, i: int) -> pa.Array:
+        decoded = self.decode_column_chunk(i, spec)
+        pages: list[PageInfo] = decoded.pages
+        offset = pages[0].offset if pages else self.footer_offset
+        where = f"Column {spec.name!r} of row group {i}"
+        try:
+            return from_physical(
+                decoded.values, decoded.def_levels, decoded.num_rows, spec, validate=True
+            )
+        except (UnsupportedError, LimitError):
+            raise
+        except StreamwriteError as exc:
+            raise CorruptFileError(
+                f"{where} holds values that do not fit its type {spec.field.type}: {exc}", offset
+            ) from exc
+        except MemoryError as exc:
+            raise LimitError(f"{where} needs more memory than is available.") from exc
+        except (*KERNEL_ERRORS, pa.ArrowException) as exc:
+            raise CorruptFileError(
+                f"{where} holds values that do not fit its type {spec.field.type} "
+                f"({type(exc).__name__}: {exc}).",
+                offset,
+            ) from exc
+
+    def read_row_group(self, i: int, columns: Sequence[str] | None = None) -> pa.Table:
+        """Read row group ``i`` (only ``columns`` if given).
+
+        Returns:
+            The rows as a ``pyarrow.Table``.
+
+        Raises:
+            IndexError: ``i`` is not a row group of the file.
+            SchemaError: ``columns`` names a column the file does not have.
+            CorruptFileError, LimitError, UnsupportedError: as for the constructor.
+            EncryptionError: as for :meth:`decode_column_chunk`.
+        """
+        row_groups = self.thrift_metadata.row_groups or []
+        if not 0 <= i < len(row_groups):
+            raise IndexError(f"Row group {i} does not exist; the file has {len(row_groups)}.")
+        specs = self._columns(columns)
+        arrays = [self._read_column(spec, i) for spec in specs]
+        lengths = {len(array) for array in arrays}
+        if len(lengths) > 1:
+            raise CorruptFileError(
+                f"The columns of row group {i} have different row counts {sorted(lengths)}.",
+                self.footer_offset,
+            )
+        return pa.Table.from_arrays(arrays, schema=pa.schema([spec.field for spec in specs]))
+
+    def read(self, columns: Sequence[str] | None = None) -> pa.Table:
+        """Read every row group.
+
+        Returns:
+            The rows as a ``pyarrow.Table`` with the file's Arrow schema.
+        """
+        specs = self._columns(columns)
+        schema = pa.schema([spec.field for spec in specs])
+        tables = [self.read_row_group(i, columns) for i in range(self.num_row_groups)]
+        if not tables:
+            return schema.empty_table()
+        return pa.concat_tables(tables)
+
+    def iter_batches(
+        self,
+        batch_size: int = 65536,
+        columns: Sequence[str] | None = None,
+        row_groups: Sequence[int] | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """Read the file as record batches of ``batch_size`` rows (the last may be shorter),
+        as ``pyarrow.parquet.ParquetFile.iter_batches`` (batches span row groups), holding one
+        row group and one batch in memory at a time.
+
+        Args:
+            batch_size: most rows per batch.
+            columns: only these columns.
+            row_groups: only these row groups, in this order (default all).
+
+        Returns:
+            An iterator of ``pyarrow.RecordBatch``.
+
+        Raises:
+            ConfigError: a non-positive ``batch_size``.
+            IndexError: a row group that does not exist.
+            SchemaError, CorruptFileError...: as for :meth:`read_row_group`.
+        """
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}.")
+        specs = self._columns(columns)  # check the names before yielding anything
+        indexes = list(range(self.num_row_groups) if row_groups is None else row_groups)
+        for i in indexes:
+            if not 0 <= i < self.num_row_groups:
+                raise IndexError(
+                    f"Row group {i} does not exist; the file has {self.num_row_groups}."
+                )
+        return self._batches(batch_size, [spec.name for spec in specs], indexes)
+
+    def _batches(
+        self, batch_size: int, columns: list[str], indexes: list[int]
+    ) -> Iterator[pa.RecordBatch]:
+        pending: list[pa.Table] = []  # slices of at most two row groups, < batch_size rows
+        pending_rows = 0
+        for i in indexes:
+            table = self.read_row_group(i, columns)
+            offset = 0
+            while offset < table.num_rows:
+                take = min(batch_size - pending_rows, table.num_rows - offset)
+                pending.append(table.slice(offset, take))
+                pending_rows += take
+                offset += take
+                if pending_rows == batch_size:
+                    yield _one_batch(pending)
+                    pending, pending_rows = [], 0
+        if pending_rows:
+            yield _one_batch(pending)
+
+    def close(self) -> None:
+        """Close the file if this object opened it."""
+        self._source.close()
+
+    def __enter__(self) -> ParquetFile:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _one_batch(parts: list[pa.Table]) -> pa.RecordBatch:
+    """The rows of ``parts`` as one contiguous record batch."""
+    return pa.concat_tables(parts).combine_chunks().to_batches()[0]
+
+
+@public_keywords("streamwrite.read_table")
+def read_table(
+    source: Source,
+    *,
+    columns: Sequence[str] | None = None,
+    verify_checksums: bool = True,
+    max_decompressed_page_size: int | None = None,
+    snapshot: int | None = None,
+    decryption: DecryptionConfig | None = None,
+) -> pa.Table:
+    """Read a Parquet file, a live file or a table, or a directory of plain Parquet files.
+
+    ``source`` is a path, a binary file object, the bytes, a live-file directory (read at
+    its newest commit), a table directory (its newest ``_txn`` version), or a directory of
+    plain Parquet files (as ``pyarrow.parquet.write_to_dataset`` makes: every ``*.parquet``
+    under it, names starting with ``_`` or ``.`` skipped, in sorted path order, Hive
+    ``key=value`` directories added as columns as pyarrow adds them). ``snapshot`` (a
+    committed ``data.parquet`` size, e.g. ``Commit.parquet_size``) reads exactly that prefix of
+    a file or live file. ``decryption`` holds the keys of an encrypted file.
+
+    Returns:
+        The rows as a ``pyarrow.Table``.
+
+    Raises:
+        CorruptFileError: damaged file (ChecksumError for a CRC mismatch), with the offset.
+        LimitError: a page over the decompressed size limit.
+        EncryptionError: an encrypted file without ``decryption`` (or an encrypted column of a
+            plaintext-footer file), a wrong key or AAD prefix, a tampered or moved module.
+        UnsupportedError: nested columns, external key material, LZO.
+        SchemaError: ``columns`` names a column the file does not have; the files of a
+            directory do not share one schema (the message names the first that differs).
+        ConfigError: a non-positive ``max_decompressed_page_size``; a directory that is none
+            of the above (the message says what it lacks for each).
+    """
+    options = {
+        "verify_checksums": verify_checksums,
+        "max_decompressed_page_size": max_decompressed_page_size,
+        "decryption": decryption,
+    }
+    if isinstance(source, str | os.PathLike) and Path(source).is_dir():
+        from streamwrite.reader.directory import (
+            DirectoryKind,
+            classify_directory,
+            read_plain_directory,
+        )
+
+        directory = Path(source)
+        kind = classify_directory(directory)
+        if kind is DirectoryKind.TABLE:
+            if snapshot is not None:
+                raise ConfigError("A table is pinned with Table.snapshot(), not snapshot=.")
+            from streamwrite.table.api import read_snapshot  # the table layer sits above the reader
+
+            return read_snapshot(directory).read(
+                None if columns is None else list(columns), decryption=decryption
+            )
+        if kind is DirectoryKind.PLAIN:
+            if snapshot is not None:
+                raise ConfigError(
+                    f"snapshot= pins a committed size of one live file; {str(directory)!r} is "
+                    "a directory of plain Parquet files."
+                )
+            return read_plain_directory(directory, columns, **options)
+    with ParquetFile(source, snapshot=snapshot, **options) as pf:  # type: ignore[arg-type]
+        return pf.read(columns)

@@ -1,0 +1,342 @@
+"""Spark Structured Streaming sink: ``foreachBatch`` into a streamwrite table, exactly once.
+
+::
+
+    from streamwrite.spark import foreach_batch_sink, read_table_df
+
+    sink = foreach_batch_sink("ticks", timestamp="ts", partition_by="day")
+    query = (spark.readStream.format("rate").load()
+             .selectExpr("timestamp AS ts", "value", "'a' AS symbol")
+             .writeStream.foreachBatch(sink)
+             .option("checkpointLocation", "ticks-checkpoint").start())
+    read_table_df(spark, "ticks").count()
+
+Spark's ``foreachBatch`` is at-least-once: after a failure Spark runs the last micro-batch
+again with the same batch id. The sink appends every micro-batch with ``(app_id, batch_id)``,
+and the table records the highest batch id committed per app id in ``_txn``, in the same atomic
+step as the data; a batch id at or below it writes nothing. That is Delta Lake's
+``txnAppId``/``txnVersion`` pattern, enforced (DESIGN section 7).
+
+Per micro-batch the sink:
+
+1. converts the DataFrame with ``DataFrame.toArrow()`` (pyspark >= 4; no pandas round trip;
+   the batch is collected on the driver, as with any ``foreachBatch`` that writes locally);
+2. does nothing for an empty batch (no table commit, no batch id recorded: replaying an empty
+   batch is empty again, so nothing is lost);
+3. casts the batch to the table schema by column name (see *Schema* below);
+4. runs ``open_table`` / ``append(app_id=..., batch_id=...)`` / ``close`` in one
+   ``anyio.run``. Spark calls the function on a driver thread with no event loop, one batch
+   at a time; opening the table per batch costs a ``_txn`` read and one recovery pass, and in
+   exchange no file stays open between batches (foreachBatch has no hook for query end) and a
+   failed commit never leaves a poisoned table behind: the next call reopens and rolls back;
+5. logs the commit (logger ``streamwrite.spark``): rows, table version, skipped.
+
+Compaction. The sink holds the table only for the length of one batch, so it never
+compacts; run ``streamwrite compact TABLE`` (e.g. from cron) or :meth:`Table.compact`
+beside the query. A batch that finds the table locked by compaction waits for the lock
+(``SINK_LOCK_TIMEOUT_SECONDS``, or ``lock_timeout=`` among the table options).
+
+Schema. A table that exists keeps its schema: batch columns are matched by name (order may
+differ; missing or extra columns are a :class:`SchemaError`) and cast where the types differ
+(Spark timestamps arrive zoned, ``timestamp[us, tz=...]``; classic pyspark 4 labels them UTC
+whatever the session time zone; a cast that would lose data raises). A new table takes the
+``schema=`` option if given, else the first non-empty batch's Arrow schema, normalised so that
+it does not depend on session settings: timestamps with a time zone become ``tz="UTC"`` (the
+same instants; a zone only changes display), large string/binary become string/binary, field
+metadata is dropped and every field is nullable (as Spark's own Parquet writer does; another
+query's batches may differ in nullability). TimestampNTZ stays ``timestamp[us]``.
+
+App id. ``app_id`` defaults to ``"spark-"`` and 16 hex digits of the SHA-256 of the table's
+absolute path: stable across restarts of one query, with no setup. It assumes one query (one
+checkpoint) per table. Pass ``app_id`` explicitly when several queries write one table, or when
+a query starts over with a new checkpoint (its batch ids restart at 0). A replay of the last
+committed batch id is skipped quietly (that is Spark's replay after a failure); a batch id
+*below* it is not a replay, and the sink raises :class:`~streamwrite.errors.StaleBatchError`
+(Spark fails the query) instead of dropping the batch, unless ``on_stale="skip"`` asks to
+skip such batches with a warning.
+
+Reading with Spark. :func:`read_table_df` reads a committed table snapshot. Spark reads a
+Parquet file from its end, so given a live file's path it sees whatever footer is last when the
+task runs: that is the snapshot only while no append is in flight (DESIGN section 6, "Readers
+and the append window"). ``via="arrow"`` reads the snapshot with streamwrite on the driver and
+hands Spark the Arrow table: exact under concurrent appends, bounded by driver memory. A Spark
+Python Data Source planning one input partition per row group of a pinned snapshot is the full
+solution and is not built yet.
+
+pyspark is an optional dependency (``pip install streamwrite[spark]``); this module imports it
+only inside functions, and ``import streamwrite`` never imports it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+import pyarrow as pa
+
+from streamwrite.errors import ConfigError, SchemaError, UnsupportedError
+from streamwrite.format.txn import TXN_FILE
+from streamwrite.layout.batch_ids import check_on_stale
+from streamwrite.table.api import TableCommit, open_table, read_snapshot
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = [
+    "ForeachBatchSink",
+    "conform",
+    "default_app_id",
+    "foreach_batch_sink",
+    "read_table_df",
+    "table_schema_for",
+]
+
+logger = logging.getLogger(__name__)
+
+_INSTALL_HINT = "install the extra: pip install 'streamwrite[spark]' (pyspark>=4.0)"
+
+
+def _require_pyspark() -> None:
+    """Raise UnsupportedError unless pyspark (>= 4, with ``DataFrame.toArrow``) imports."""
+    try:
+        sql = importlib.import_module("pyspark.sql")
+    except ImportError as exc:
+        raise UnsupportedError(
+            f"streamwrite.spark needs pyspark, which is missing; {_INSTALL_HINT}."
+        ) from exc
+    if not hasattr(sql.DataFrame, "toArrow"):
+        version = getattr(importlib.import_module("pyspark"), "__version__", "unknown")
+        raise UnsupportedError(
+            f"streamwrite.spark needs DataFrame.toArrow (pyspark >= 4.0), found pyspark "
+            f"{version}; {_INSTALL_HINT}."
+        )
+
+
+def default_app_id(path: str | Path) -> str:
+    """The app id a sink uses when none is given.
+
+    Returns:
+        ``"spark-"`` and 16 hex digits of the SHA-256 of the absolute (resolved) table path.
+    """
+    digest = hashlib.sha256(str(Path(path).resolve()).encode()).hexdigest()
+    return f"spark-{digest[:16]}"
+
+
+def _normalise_type(dtype: pa.DataType) -> pa.DataType:
+    if pa.types.is_timestamp(dtype) and dtype.tz is not None:
+        return pa.timestamp(dtype.unit, tz="UTC")
+    if pa.types.is_large_string(dtype):
+        return pa.string()
+    if pa.types.is_large_binary(dtype):
+        return pa.binary()
+    return dtype
+
+
+def table_schema_for(batch_schema: pa.Schema) -> pa.Schema:
+    """The schema a new table gets from a micro-batch's Arrow schema (see the module doc).
+
+    Returns:
+        Every field nullable, without metadata; zoned timestamps in UTC; large types narrowed.
+    """
+    return pa.schema(
+        [pa.field(f.name, _normalise_type(f.type), nullable=True) for f in batch_schema]
+    )
+
+
+def conform(batch: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Match ``batch`` to ``schema`` by column name, casting where the types differ.
+
+    Returns:
+        A table with exactly ``schema``.
+
+    Raises:
+        SchemaError: missing or extra columns, a cast that fails or would lose data, or nulls
+            in a field the schema declares non-nullable.
+    """
+    names, wanted = set(batch.column_names), set(schema.names)
+    if names != wanted or len(names) != batch.num_columns:
+        raise SchemaError(
+            f"The micro-batch has columns {batch.column_names}, the table has {schema.names}."
+        )
+    columns = []
+    for target in schema:
+        column = batch.column(target.name)
+        if not column.type.equals(target.type):
+            try:
+                column = column.cast(target.type, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise SchemaError(
+                    f"Column {target.name!r} of the micro-batch has type {column.type}, which "
+                    f"does not cast to the table's {target.type}: {exc}."
+                ) from exc
+        if not target.nullable and column.null_count:
+            raise SchemaError(
+                f"Column {target.name!r} of the micro-batch holds {column.null_count} nulls; "
+                "the table declares it non-nullable."
+            )
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+SINK_LOCK_TIMEOUT_SECONDS = 600.0
+"""How long a micro-batch waits for the table's writer lock (held by ``streamwrite compact``
+or another writer) before failing; ``lock_timeout=`` in the table options overrides it."""
+
+
+async def _append_batch(
+    path: Path,
+    batch: pa.Table,
+    app_id: str,
+    batch_id: int,
+    schema: pa.Schema | None,
+    table_options: dict[str, Any],
+    on_stale: str,
+) -> TableCommit:
+    """Open (or create) the table, append ``batch`` as ``(app_id, batch_id)``, close it.
+
+    Returns:
+        The table commit (``skipped=True`` when the batch id was committed before).
+    """
+    exists = (path / TXN_FILE).exists()
+    create_schema = None if exists else (schema or table_schema_for(batch.schema))
+    options = {"lock_timeout": SINK_LOCK_TIMEOUT_SECONDS, **table_options}
+    table = await open_table(path, create_schema, **options)
+    try:
+        commit = await table.append(
+            conform(batch, table.schema), app_id=app_id, batch_id=batch_id, on_stale=on_stale
+        )
+    finally:
+        await table.close()
+    assert commit is not None  # an append with a batch id always commits (or skips)
+    return commit
+
+
+@dataclass(frozen=True)
+class ForeachBatchSink:
+    """The function for ``DataStreamWriter.foreachBatch`` (build it with
+    :func:`foreach_batch_sink`). Picklable, holds no open resources."""
+
+    path: Path
+    app_id: str
+    schema: pa.Schema | None = None
+    table_options: dict[str, Any] = field(default_factory=dict)
+    on_stale: str = "error"
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        """Append one micro-batch exactly once.
+
+        Raises:
+            UnsupportedError: the DataFrame has no ``toArrow`` (pyspark < 4).
+            SchemaError: the batch does not fit the table schema.
+            StaleBatchError: ``batch_id`` is below the last one committed for the app id
+                (and ``on_stale`` is ``"error"``): nothing is written.
+            StreamwriteIOError: the commit failed (Spark fails the query; on restart it
+                replays the batch, which is then written or skipped).
+        """
+        to_arrow = getattr(df, "toArrow", None)
+        if to_arrow is None:
+            raise UnsupportedError(
+                f"The micro-batch {type(df).__name__} has no toArrow(); {_INSTALL_HINT}."
+            )
+        batch: pa.Table = to_arrow()
+        if batch.num_rows == 0:
+            logger.info("Batch %d of app %r is empty: nothing to write.", batch_id, self.app_id)
+            return
+        commit = anyio.run(
+            functools.partial(
+                _append_batch,
+                self.path,
+                batch,
+                self.app_id,
+                int(batch_id),
+                self.schema,
+                self.table_options,
+                self.on_stale,
+            )
+        )
+        logger.info(
+            "Batch %d of app %r into %s: %d rows, table version %d, skipped=%s.",
+            batch_id,
+            self.app_id,
+            self.path,
+            0 if commit.skipped else batch.num_rows,
+            commit.version,
+            commit.skipped,
+        )
+
+
+def foreach_batch_sink(
+    path: str | Path,
+    *,
+    app_id: str | None = None,
+    schema: pa.Schema | None = None,
+    on_stale: str = "error",
+    **table_options: Any,
+) -> ForeachBatchSink:
+    """The function to pass to ``DataStreamWriter.foreachBatch``.
+
+    Args:
+        path: the table directory (created on the first non-empty batch).
+        app_id: the id batch ids are recorded under; default :func:`default_app_id` of
+            ``path`` (one query per table; see the module doc).
+        schema: the schema of a new table; default from the first batch.
+        on_stale: ``"error"`` (default): a batch id below the last one committed for
+            ``app_id`` raises :class:`~streamwrite.errors.StaleBatchError`; ``"skip"``: it is
+            skipped with a warning. A replay of the last batch id is always a quiet skip.
+        table_options: passed to :func:`streamwrite.table.api.open_table` (``timestamp``,
+            ``partition_by``, write options such as ``compression``).
+
+    Returns:
+        A callable ``sink(df, batch_id) -> None``.
+
+    Raises:
+        UnsupportedError: pyspark (>= 4.0) is not installed.
+        ConfigError: an empty ``app_id``, or ``on_stale`` not ``"error"`` or ``"skip"``.
+    """
+    _require_pyspark()
+    if app_id is not None and not app_id:
+        raise ConfigError("app_id must be a non-empty string, got ''.")
+    check_on_stale(on_stale)
+    directory = Path(path)
+    return ForeachBatchSink(
+        directory, app_id or default_app_id(directory), schema, dict(table_options), on_stale
+    )
+
+
+def read_table_df(
+    spark: SparkSession, path: str | Path, *, via: Literal["files", "arrow"] = "files"
+) -> DataFrame:
+    """A Spark DataFrame of the table's newest committed snapshot.
+
+    Args:
+        spark: the session.
+        path: the table directory.
+        via: ``"files"``: Spark reads each segment's ``data.parquet`` itself (distributed;
+            exact only while no append is in flight, because Spark reads the footer at the end
+            of the file when the task runs; a compaction that retires a segment before the
+            lazy DataFrame runs makes the read fail with file-not-found, never wrong rows).
+            ``"arrow"``: streamwrite reads the snapshot on the driver and Spark gets the Arrow
+            table (exact during appends; driver memory bound).
+
+    Returns:
+        The DataFrame (lazy for ``"files"``).
+
+    Raises:
+        UnsupportedError: pyspark (>= 4.0) is not installed.
+        ConfigError: an unknown ``via``.
+        CorruptFileError: the table's ``_txn`` is damaged (or missing: FileNotFoundError).
+    """
+    _require_pyspark()
+    if via not in ("files", "arrow"):
+        raise ConfigError(f"via must be 'files' or 'arrow', got {via!r}.")
+    snapshot = read_snapshot(Path(path))
+    if via == "arrow" or not snapshot.files:
+        return spark.createDataFrame(snapshot.read())
+    files = [str(data_path) for data_path in snapshot.data_files()]
+    return spark.read.parquet(*files)

@@ -1,0 +1,4 @@
+"""Tables: time-partitioned live files committed together through ``_txn``.
+
+The async shell over ``layout.table``.
+"""

@@ -1,0 +1,309 @@
+"""A table's published state: commits, pinned snapshots, metrics, and the ``_txn`` publish.
+
+Pins: a snapshot taken with :meth:`streamwrite.table.core.Table.snapshot` holds a pin on each
+segment it lists until :meth:`TableSnapshot.release` (or the end of its ``with`` block, or its
+garbage collection). Compaction deletes a retired segment only when no pin of this process
+holds it and the table's grace period (for readers in other processes, which cannot pin) has
+passed since it was retired. Snapshots from :func:`read_snapshot` pin nothing.
+
+Where a segment's data is (``layout/txn.py``): ``data.parquet`` while it is listed, then
+``_data.retired`` once compaction retired it, until it is deleted. A snapshot's segments may
+be retired (and their data file renamed) at any moment while it is read, and a rename never
+goes back, so the reader (``streamwrite.reader.tail``) opens ``data.parquet`` first and then
+the retired name: whichever it opens stays readable through the open file, even if it is
+renamed or deleted afterwards. :func:`segment_data_path` answers the same question as a path
+(for readers that open by name: try again on ``FileNotFoundError``).
+"""
+
+from __future__ import annotations
+
+import os
+import weakref
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import pyarrow as pa
+
+from streamwrite.arrow.schema import decode_arrow_schema
+from streamwrite.compaction.policy import CompactionPolicy
+from streamwrite.crypto.decryption import DecryptionConfig
+from streamwrite.errors import CorruptFileError, StreamwriteIOError
+from streamwrite.format.txn import (
+    DATA_FILE,
+    RETIRED_DATA_FILE,
+    TXN_FILE,
+    Segment,
+    TxnRecord,
+    decode_txn,
+    encode_txn,
+)
+from streamwrite.io.local import fsync_directory
+from streamwrite.live.file import EncodedRowGroup, LiveFile
+
+__all__ = [
+    "PartitionBuffer",
+    "PinRegistry",
+    "TableCommit",
+    "TableMetrics",
+    "TableSettings",
+    "TableSnapshot",
+    "Unit",
+    "by_segment",
+    "read_snapshot",
+    "segment_data_path",
+    "snapshot_of",
+    "write_txn",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TableCommit:
+    """A table commit: ``version`` of ``_txn`` after it; ``skipped`` for a replayed batch id."""
+
+    version: int
+    num_rows: int
+    partitions: dict[str, tuple[Segment, ...]]
+    """Every partition's segments and their committed sizes after the commit."""
+    skipped: bool = False
+
+
+def _missing(directory: Path) -> CorruptFileError:
+    return CorruptFileError(
+        f"The segment {str(directory)!r} that the table's _txn names has no data file (neither "
+        f"{DATA_FILE} nor {RETIRED_DATA_FILE}): committed data is gone. It was deleted, or a "
+        "retired segment was swept after its grace period while this snapshot was read.",
+        0,
+    )
+
+
+def segment_data_path(directory: Path) -> Path:
+    """The data file of the segment in ``directory`` (``table/partition/seg-N``), listed or
+    retired: ``data.parquet``, else ``_data.retired``.
+
+    Returns:
+        The path (it may be renamed from the first to the second name after this returns:
+        open it, and on ``FileNotFoundError`` ask again).
+
+    Raises:
+        CorruptFileError: the segment has neither file.
+    """
+    for name in (DATA_FILE, RETIRED_DATA_FILE):
+        if (directory / name).is_file():
+            return directory / name
+    raise _missing(directory)
+
+
+class PinRegistry:
+    """Counts the snapshots of this process that use each segment (``partition/segment``)."""
+
+    def __init__(self) -> None:
+        self._counts: Counter[str] = Counter()
+
+    def pin(self, paths: tuple[str, ...]) -> None:
+        """Add one pin to each of ``paths``."""
+        self._counts.update(paths)
+
+    def unpin(self, paths: tuple[str, ...]) -> None:
+        """Remove one pin from each of ``paths``."""
+        self._counts.subtract(paths)
+        for path in paths:
+            if self._counts[path] <= 0:
+                del self._counts[path]
+
+    def is_pinned(self, path: str) -> bool:
+        """True while a snapshot of this process uses segment ``path``."""
+        return self._counts[path] > 0
+
+
+class _Pin:
+    """One snapshot's pins; releasing twice is a no-op."""
+
+    def __init__(self, registry: PinRegistry, paths: tuple[str, ...]) -> None:
+        self._registry: PinRegistry | None = registry
+        self._paths = paths
+        registry.pin(paths)
+
+    def release(self) -> None:
+        if self._registry is not None:
+            self._registry.unpin(self._paths)
+            self._registry = None
+
+
+@dataclass(frozen=True)
+class TableSnapshot:
+    """A pinned table version: each segment's live file at its committed size.
+
+    Use it as a context manager (or call :meth:`release`) when it comes from
+    :meth:`Table.snapshot`: until then compaction keeps the segments it reads.
+    """
+
+    path: Path
+    version: int
+    files: tuple[tuple[str, int], ...]
+    """``(partition/segment, committed data.parquet size)``, in row order."""
+    _pin: _Pin | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self._pin is not None:
+            weakref.finalize(self, self._pin.release)
+
+    def data_files(self) -> list[Path]:
+        """The data file of each segment now (``data.parquet``, or ``_data.retired`` for a
+        segment compaction retired since; read each only up to its size): see
+        :func:`segment_data_path`.
+
+        Raises:
+            CorruptFileError: a segment has no data file.
+        """
+        return [segment_data_path(self.path / name) for name, _ in self.files]
+
+    def read(
+        self, columns: list[str] | None = None, *, decryption: DecryptionConfig | None = None
+    ) -> pa.Table:
+        """Returns: the rows of this version, partitions in order (``decryption`` holds the
+        keys of an encrypted table).
+
+        Raises:
+            CorruptFileError: a segment is missing, or damaged (as :func:`read_table`).
+        """
+        from streamwrite.reader.file import read_table
+
+        tables = []
+        for name, size in self.files:
+            if not (self.path / name).is_dir():
+                raise _missing(self.path / name)
+            # The segment as a live file: _pm's CRC, the footer's XXH64 and schema are checked
+            # (its data file is data.parquet, or _data.retired once compaction retired it).
+            tables.append(
+                read_table(self.path / name, snapshot=size, columns=columns, decryption=decryption)
+            )
+        if not tables:
+            schema = decode_arrow_schema(decode_txn((self.path / TXN_FILE).read_bytes()).schema)
+            return (
+                schema if columns is None else pa.schema([schema.field(c) for c in columns])
+            ).empty_table()
+        for (name, _), table in zip(self.files, tables, strict=True):
+            if not table.schema.equals(tables[0].schema, check_metadata=False):
+                raise CorruptFileError(
+                    f"The segment {name!r} of the table {str(self.path)!r} has the schema "
+                    f"{table.schema}, but {self.files[0][0]!r} has {tables[0].schema}: every "
+                    "segment of a table has the table's schema.",
+                    0,
+                )
+        return pa.concat_tables(tables)
+
+    def release(self) -> None:
+        """Let compaction delete the segments this snapshot reads (idempotent)."""
+        if self._pin is not None:
+            self._pin.release()
+
+    def __enter__(self) -> TableSnapshot:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
+
+
+def snapshot_of(
+    path: Path, record: TxnRecord, registry: PinRegistry | None = None
+) -> TableSnapshot:
+    """The snapshot of ``record``, pinned in ``registry`` if given."""
+    files = record.files()
+    pin = None if registry is None else _Pin(registry, tuple(name for name, _ in files))
+    return TableSnapshot(path, record.version, files, pin)
+
+
+def read_snapshot(path: Path) -> TableSnapshot:
+    """The newest committed snapshot of the table at ``path`` (from its ``_txn``; no pin)."""
+    return snapshot_of(path, decode_txn((path / TXN_FILE).read_bytes()))
+
+
+@dataclass
+class TableMetrics:
+    """Counters of one open table (read them any time)."""
+
+    rows_appended: int = 0
+    bytes_appended: int = 0
+    rows_committed: int = 0
+    commits: int = 0
+    batches_skipped: int = 0
+    last_commit_seconds: float = 0.0
+    commit_seconds: list[float] = field(default_factory=list)
+    queue_depth: int = 0
+    """Commits handed to the background committer and not finished yet."""
+    rows_buffered: int = 0
+    segments_created: int = 0
+    compactions: int = 0
+    compaction_errors: int = 0
+    segments_deleted: int = 0
+
+
+@dataclass
+class PartitionBuffer:
+    """Rows of one partition waiting for a commit: Arrow pending, then encoded."""
+
+    pending: list[pa.Table] = field(default_factory=list)
+    pending_rows: int = 0
+    pending_bytes: int = 0
+    encoded: list[tuple[LiveFile, EncodedRowGroup]] = field(default_factory=list)
+    """Row groups encoded for a segment (the partition's newest when they were encoded)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TableSettings:
+    """How a table commits and lays out its segments (the options of :func:`open_table`)."""
+
+    commit_rows: int | None = None
+    commit_bytes: int | None = None
+    commit_interval: float | None = None
+    row_group_bytes: int | None = None
+    segment_row_groups: int = 128
+    compaction: CompactionPolicy = field(default_factory=CompactionPolicy)
+    compaction_interval: float | None = 60.0
+
+
+@dataclass
+class Unit:
+    """One table commit's worth of encoded row groups, per partition (empty: a barrier)."""
+
+    parts: dict[str, list[tuple[LiveFile, EncodedRowGroup]]]
+    num_rows: int
+    app_id: str | None
+    batch_id: int | None
+    done: anyio.Event = field(default_factory=anyio.Event)
+    result: TableCommit | None = None
+    error: BaseException | None = None
+
+    @property
+    def is_barrier(self) -> bool:
+        """Nothing to commit: it only marks a place in the committer's queue."""
+        return not self.parts and not self.num_rows
+
+
+def by_segment(
+    row_groups: list[tuple[LiveFile, EncodedRowGroup]],
+) -> list[tuple[LiveFile, list[EncodedRowGroup]]]:
+    """Consecutive row groups grouped by the segment they were encoded for, in order."""
+    groups: list[tuple[LiveFile, list[EncodedRowGroup]]] = []
+    for live, row_group in row_groups:
+        if groups and groups[-1][0] is live:
+            groups[-1][1].append(row_group)
+        else:
+            groups.append((live, [row_group]))
+    return groups
+
+
+def write_txn(path: Path, record: TxnRecord) -> None:
+    """Publish ``record`` atomically: temporary file, fsync, rename, directory fsync."""
+    temporary = path / f".{TXN_FILE}.{record.version}.tmp"
+    try:
+        with open(temporary, "wb") as f:
+            f.write(encode_txn(record))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path / TXN_FILE)
+        fsync_directory(path)
+    except OSError as exc:
+        raise StreamwriteIOError(f"Publishing {str(path / TXN_FILE)!r} failed: {exc}.") from exc
