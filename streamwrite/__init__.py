@@ -27,7 +27,7 @@ _EXPORTS = {
     "LiveFile": "streamwrite.live.file",
     "Snapshot": "streamwrite.live.info",
     "ParquetFile": "streamwrite.reader.file",
-    "read_table": "streamwrite.reader.file",
+    "read_table": "streamwrite.dataset",
     "ParquetWriter": "streamwrite.writer",
     "write_table": "streamwrite.writer",
     "snapshot_filesystem": "streamwrite.table.snapshot_fs",
@@ -83,6 +83,7 @@ if TYPE_CHECKING:
     from streamwrite.compaction.policy import CompactionPolicy
     from streamwrite.crypto.decryption import DecryptionConfig
     from streamwrite.crypto.encryption import FileEncryption
+    from streamwrite.dataset import read_table
     from streamwrite.errors import (
         ChecksumError,
         ConfigError,
@@ -102,7 +103,7 @@ if TYPE_CHECKING:
     from streamwrite.live.info import Snapshot
     from streamwrite.options import SortingColumn
     from streamwrite.pool.process import InlineExecutor, ProcessPool, WorkerError
-    from streamwrite.reader.file import ParquetFile, read_table
+    from streamwrite.reader.file import ParquetFile
     from streamwrite.table.api import Table, TableCommit, TableSnapshot, open_table
     from streamwrite.table.snapshot_fs import snapshot_filesystem
     from streamwrite.writer import ParquetWriter, write_table

@@ -13,17 +13,19 @@ Bloom filter on a BOOLEAN column) are :func:`streamwrite.writer.check_write_opti
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from streamwrite.errors import ConfigError
 from streamwrite.format.enums import CompressionCodec, Encoding
 
 __all__ = [
+    "public_keywords",
     "DEFAULT_COMPRESSION",
     "DEFAULT_DATA_PAGE_ROW_LIMIT",
     "DEFAULT_DATA_PAGE_SIZE",
@@ -488,3 +490,41 @@ WRITE_OPTION_NAMES: tuple[str, ...] = tuple(
     name for name in inspect.signature(_build_write_options).parameters if name != "column_names"
 )
 """The keyword arguments :func:`make_write_options` takes (pyarrow's names)."""
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def public_keywords(public_name: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """Check a call's arguments against the signature first, so that a misspelt keyword
+    names ``public_name`` (not an internal function) and suggests the closest keyword."""
+
+    def decorate(function: Callable[_P, _R]) -> Callable[_P, _R]:
+        signature = inspect.signature(function)
+        keywords = [
+            name
+            for name, p in signature.parameters.items()
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and name != "self"
+        ]
+
+        @functools.wraps(function)
+        def checked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            try:
+                signature.bind(*args, **kwargs)
+            except TypeError as exc:
+                unknown = [k for k in kwargs if k not in signature.parameters]
+                if not unknown:
+                    raise TypeError(f"{public_name}(): {exc}") from None
+                name = unknown[0]
+                close = difflib.get_close_matches(name, keywords, n=1)
+                hint = f" Did you mean {close[0]!r}?" if close else ""
+                raise TypeError(
+                    f"{public_name}() got an unexpected keyword argument {name!r}.{hint} "
+                    f"It takes {', '.join(keywords)}."
+                ) from None
+            return function(*args, **kwargs)
+
+        return checked
+
+    return decorate

@@ -640,7 +640,7 @@ ROUND_TRIP_CASES = [c for c in CASES if c.name.endswith("v1.0")] + CASES[-7:]
 @pytest.mark.parametrize("case", ROUND_TRIP_CASES, ids=lambda c: c.name)
 def test_streamwrite_reader_round_trip(tmp_path: Path, case: Case) -> None:
     decryption = pytest.importorskip("streamwrite.crypto.decryption")
-    from streamwrite.reader.file import read_table
+    from streamwrite import read_table
 
     path = tmp_path / "f.parquet"
     write_case(case, path)
@@ -651,7 +651,7 @@ def test_streamwrite_reader_round_trip(tmp_path: Path, case: Case) -> None:
 @pytest.mark.parametrize("prefix", [None, "stored", "supplied"])
 def test_streamwrite_reader_round_trip_explicit_keys(tmp_path: Path, prefix: str | None) -> None:
     decryption = pytest.importorskip("streamwrite.crypto.decryption")
-    from streamwrite.reader.file import read_table
+    from streamwrite import read_table
 
     path = tmp_path / "f.parquet"
     options = dict(WRITE_OPTIONS, bloom_filter_options={"a": True})
