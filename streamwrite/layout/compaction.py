@@ -3,7 +3,7 @@
 Rules of the decision for one partition (:func:`plan_partition`, shown by
 ``Table.compaction_status()``)::
 
-    eligible   sealed segments (never written again), plus the newest one when the partition
+    eligible   (the table answers) sealed segments, plus the newest one when the partition
                is idle (no row for idle_seconds, or an explicit compact()) and all its row
                groups are committed; a newest segment past a dead-byte or row-group limit
                is taken without waiting for idle_seconds (idle_wait)
@@ -41,7 +41,7 @@ Rules of one merge (:class:`MergePlan`), row groups offered in order, each one w
 So a merge leaves at most one small row group, its last one. The machine only counts rows:
 it returns actions (:data:`MergeAction`) that the async shell (``streamwrite.compaction``)
 executes in order on the rows it read; a raw copy the shell finds impossible (a chunk stored
-in another file...) is offered as the decoded way instead (:meth:`MergePlan.fallback`).
+in another file...) is offered as the decoded way instead (:attr:`MergePlan.fallback`).
 This module imports only errors, format, options and layout: no I/O, no clock.
 """
 
