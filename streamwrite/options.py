@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -37,6 +38,7 @@ __all__ = [
     "WRITE_OPTION_NAMES",
     "BloomFilterOptions",
     "ColumnOptions",
+    "CompactionPolicy",
     "DataPageVersion",
     "ReadOptions",
     "SortingColumn",
@@ -528,3 +530,53 @@ def public_keywords(public_name: str) -> Callable[[Callable[_P, _R]], Callable[_
         return checked
 
     return decorate
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPolicy:
+    """When and how a table compacts (the rules: :mod:`streamwrite.layout.compaction`).
+
+    Attributes:
+        dead_ratio: compact a segment whose dead bytes exceed this share of its size.
+        dead_bytes: ... or exceed this many bytes.
+        min_small_row_groups: compact a partition whose eligible segments hold this many
+            small row groups.
+        small_fraction: a row group is small below this share of ``target_row_group_rows``.
+        target_row_group_rows: rows per merged row group; None: the table's row_group_size.
+        max_row_groups: compact a segment holding more row groups (the AAD ordinal limit of
+            encrypted files is 32767).
+        idle_seconds: a partition's newest segment is eligible after no rows came for it
+            this long (background compaction; ``compact()`` takes it at once).
+        sort_by_timestamp: merged rows are sorted by the designated timestamp (everything is
+            then re-encoded).
+        grace_seconds: retired segments stay on disk this long for readers of other
+            processes (readers of this process pin them, :meth:`Table.snapshot`).
+
+    Raises:
+        ConfigError: a field is out of range (the message names it).
+    """
+
+    dead_ratio: float = 0.5
+    dead_bytes: int = 1 << 30
+    min_small_row_groups: int = 64
+    small_fraction: float = 0.5
+    target_row_group_rows: int | None = None
+    max_row_groups: int = 30_000
+    idle_seconds: float = 60.0
+    sort_by_timestamp: bool = False
+    grace_seconds: float = 60.0
+
+    def __post_init__(self) -> None:
+        checks = (
+            ("dead_ratio", 0 < self.dead_ratio <= 1),
+            ("dead_bytes", self.dead_bytes >= 1),
+            ("min_small_row_groups", self.min_small_row_groups >= 1),
+            ("small_fraction", 0 < self.small_fraction <= 1),
+            ("target_row_group_rows", (self.target_row_group_rows or 1) >= 1),
+            ("max_row_groups", 1 <= self.max_row_groups <= 32767),
+            ("idle_seconds", self.idle_seconds >= 0 and math.isfinite(self.idle_seconds)),
+            ("grace_seconds", self.grace_seconds >= 0 and math.isfinite(self.grace_seconds)),
+        )
+        for name, ok in checks:
+            if not ok:
+                raise ConfigError(f"CompactionPolicy.{name} is out of range: {self!r}.")
