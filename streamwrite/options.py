@@ -26,7 +26,6 @@ from streamwrite.errors import ConfigError
 from streamwrite.format.enums import CompressionCodec, Encoding
 
 __all__ = [
-    "public_keywords",
     "DEFAULT_COMPRESSION",
     "DEFAULT_DATA_PAGE_ROW_LIMIT",
     "DEFAULT_DATA_PAGE_SIZE",
@@ -47,6 +46,7 @@ __all__ = [
     "check_positive_int",
     "make_write_options",
     "parse_compression",
+    "public_keywords",
 ]
 
 CREATED_BY = "streamwrite version 0.1.0"
