@@ -26,14 +26,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from anyio.abc import TaskGroup
 
+from streamwrite.encode import chunk_settings, row_group_jobs
 from streamwrite.errors import UnsupportedError
-from streamwrite.layout.file_writer import chunk_settings
+from streamwrite.format.chunk import EncodedChunk
 from streamwrite.layout.raw_copy import copy_row_group
 from streamwrite.live.file import EncodedRowGroup, LiveFile
 from streamwrite.pool.gate import BACKGROUND
 from streamwrite.reader.file import ParquetFile
-from streamwrite.writer import row_group_jobs
-from workers.chunk import EncodedChunk
 from workers.jobs import Job, MergeChunkJob, SourceChunk
 
 if TYPE_CHECKING:

@@ -39,9 +39,9 @@ from typing import TypeVar
 
 from streamwrite.errors import CorruptFileError, FormatError, UnsupportedError
 from streamwrite.format import structs as t
+from streamwrite.format.chunk import EncodedChunk
 from streamwrite.format.thrift.codec import deserialize
 from streamwrite.layout.recovery import ReadAt
-from workers.chunk import EncodedChunk
 
 __all__ = ["copy_column_chunk", "copy_row_group"]
 
