@@ -32,10 +32,11 @@ crash, which runs no cleanup, may leave the ``.tmp`` file behind). A file-object
 
 Input refused before anything is written (a ``SchemaError`` such as a null in a REQUIRED column
 or a schema mismatch, a ``ConfigError``, a ``LimitError``) leaves the writer open: the whole
-table's values are checked (:func:`check_values`) before its first row group is written, so a
-bad value in its last row group writes nothing of it. In the failed state every call raises
-:class:`~streamwrite.errors.StateError` chained to the failure; ``close()`` writes no footer,
-removes the temporary file and raises that ``StateError``. A closed writer refuses writes.
+table's values are checked (:func:`~streamwrite.encode.check_values`) before its first row
+group is written, so a bad value in its last row group writes nothing of it. In the failed
+state every call raises :class:`~streamwrite.errors.StateError` chained to the failure;
+``close()`` writes no footer, removes the temporary file and raises that ``StateError``. A
+closed writer refuses writes.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The ring 1 <-> ring 2 contract: an encoded column chunk, placed anywhere in a file.
 
-A worker (ring 2, :func:`workers.chunk.encode_chunk`, or a raw copy out of an existing file,
+A worker (ring 2, :func:`workers.chunk.encode_chunk`; or a raw copy out of an existing file,
 :func:`streamwrite.layout.raw_copy.copy_row_group`) turns one column of one row group into an
-:class:`EncodedChunk`; the file writer (ring 1, :class:`streamwrite.layout.file_writer.FileWriter`)
-places it and rebases its offsets. The chunk knows nothing of where it lands::
+:class:`EncodedChunk`; the file writer (ring 1,
+:class:`streamwrite.layout.file_writer.FileWriter`) places it and rebases its offsets. The
+chunk knows nothing of where it lands::
 
     data := [dictionary page] data page*             offsets below count from data[0]
 
