@@ -69,7 +69,7 @@ from streamwrite.format.sidecar.codec import (
 from streamwrite.format.thrift.codec import deserialize
 from streamwrite.layout.actions import Action, Fsync, LiveFileName, WriteAt
 from streamwrite.layout.file_writer import KV_COMMIT_SEQ, KV_PREV_SIZE, FileWriter
-from streamwrite.layout.ports import E, EncryptorPort, SchemaPort
+from streamwrite.layout.ports import EncryptorPort, EncryptorT, SchemaPort
 from streamwrite.layout.recovery import FooterVersion, ReadAt
 from streamwrite.options import WriteOptions
 
@@ -318,16 +318,16 @@ def rebuild_sidecar(
     return bytes(out)
 
 
-class Appender(Generic[E]):
+class Appender(Generic[EncryptorT]):
     """Turns row groups into the ordered actions of a commit and tracks the committed state.
 
     Generic over the encryptor its :class:`FileWriter` holds (see
-    :data:`streamwrite.layout.ports.E`).
+    :data:`streamwrite.layout.ports.EncryptorT`).
     """
 
     def __init__(
         self,
-        writer: FileWriter[E],
+        writer: FileWriter[EncryptorT],
         sidecar: SidecarWriter,
         header: SidecarHeader,
         *,
@@ -355,8 +355,8 @@ class Appender(Generic[E]):
 
     @classmethod
     def create(
-        cls, schema: SchemaPort, options: WriteOptions, encryptor: E | None = None
-    ) -> tuple[Appender[E], PendingCommit]:
+        cls, schema: SchemaPort, options: WriteOptions, encryptor: EncryptorT | None = None
+    ) -> tuple[Appender[EncryptorT], PendingCommit]:
         """A new, empty live file: commit 0 holds the schema and no row groups.
 
         ``encryptor`` (its ``aad_file_unique`` and data keys) encrypts the file for its life.

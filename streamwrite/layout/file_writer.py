@@ -47,7 +47,7 @@ from streamwrite.format import structs as t
 from streamwrite.format.aad import ModuleType
 from streamwrite.format.chunk import EncodedChunk
 from streamwrite.format.thrift.codec import Serialized, serialize
-from streamwrite.layout.ports import E, SchemaPort
+from streamwrite.layout.ports import EncryptorT, SchemaPort
 from streamwrite.options import WriteOptions
 
 __all__ = ["KV_COMMIT_SEQ", "KV_PREV_SIZE", "MAGIC", "FileWriter"]
@@ -82,7 +82,7 @@ def _rebase(chunk: EncodedChunk, base: int) -> tuple[t.ColumnMetaData, t.OffsetI
     return meta, offset_index
 
 
-class FileWriter(Generic[E]):
+class FileWriter(Generic[EncryptorT]):
     """Counts offsets and builds the metadata of a Parquet file being written.
 
     ``schema`` is the Parquet side of the file's schema and ``encryptor`` its encryption
@@ -94,7 +94,7 @@ class FileWriter(Generic[E]):
         schema: SchemaPort,
         options: WriteOptions,
         start_offset: int = 0,
-        encryptor: E | None = None,
+        encryptor: EncryptorT | None = None,
     ):
         self.schema = schema
         self.options = options
@@ -131,8 +131,8 @@ class FileWriter(Generic[E]):
         metadata: t.FileMetaData,
         footer_offset: int,
         footer_length: int,
-        encryptor: E | None = None,
-    ) -> FileWriter[E]:
+        encryptor: EncryptorT | None = None,
+    ) -> FileWriter[EncryptorT]:
         """Continue a file whose last footer (``metadata``) sits at ``footer_offset``.
 
         An encrypted file continues with ``encryptor``, which must hold the file's own

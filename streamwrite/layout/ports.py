@@ -29,7 +29,7 @@ from streamwrite.format import structs as t
 from streamwrite.format.aad import ModuleType
 from streamwrite.format.enums import FieldRepetitionType, Type
 
-__all__ = ["CipherPort", "ColumnPort", "E", "EncryptorPort", "SchemaPort"]
+__all__ = ["CipherPort", "ColumnPort", "EncryptorPort", "EncryptorT", "SchemaPort"]
 
 
 class ColumnPort(Protocol):
@@ -121,7 +121,7 @@ class EncryptorPort(Protocol):
         """Returns: ``(tail, magic)``: the bytes before the footer length, and the magic."""
 
 
-E = TypeVar("E", bound=EncryptorPort)
+EncryptorT = TypeVar("EncryptorT", bound=EncryptorPort)
 """The encryptor type a machine is given (the shell's ``FileEncryptor``): the machine uses it
 only as an :class:`EncryptorPort` and hands it back with its own type
 (``FileWriter[FileEncryptor].encryptor``), so the shell keeps its other members."""
