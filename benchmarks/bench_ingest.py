@@ -67,12 +67,12 @@ from _common import command_line, fmt_bytes, fmt_ratio, machine_lines, markdown_
 
 import streamwrite
 from streamwrite.arrow.schema import arrow_to_parquet
+from streamwrite.encode import row_group_jobs
 from streamwrite.layout.file_writer import FileWriter
 from streamwrite.options import make_write_options
 from streamwrite.pool.process import InlineExecutor, ProcessPool
 from streamwrite.table.api import open_table
 from streamwrite.testing import reference_table
-from streamwrite.writer import row_group_jobs
 
 MB = 1_000_000
 PLOT = Path(__file__).with_name("ingest_latency.png")

@@ -7,7 +7,7 @@ Every check that needs only the options happens there, before a caller touches a
 keyword names (a ``TypeError`` naming the public function, with the closest valid name), codecs
 the writer cannot write, compression levels outside the codec's range, bad types and ranges.
 Checks that need the Parquet schema (an encoding that does not fit a column's physical type, a
-Bloom filter on a BOOLEAN column) are :func:`streamwrite.writer.check_write_options`.
+Bloom filter on a BOOLEAN column) are :func:`streamwrite.encode.check_write_options`.
 """
 
 from __future__ import annotations

@@ -132,6 +132,12 @@ class ParquetSchema:
     elements: list[SchemaElement]
     columns: tuple[ColumnSpec, ...]
 
+    @property
+    def arrow_schema_value(self) -> str:
+        """The footer's ``ARROW:schema`` value: :func:`encode_arrow_schema` of ``arrow_schema``
+        (computed on each call; the file writer keeps it)."""
+        return encode_arrow_schema(self.arrow_schema)
+
 
 # ---------------------------------------------------------------------------------------------
 # Arrow -> Parquet

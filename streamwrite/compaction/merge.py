@@ -30,7 +30,9 @@ from anyio.abc import TaskGroup
 
 from streamwrite.compaction.host import CompactionHost
 from streamwrite.crypto.decryption import DecryptionConfig
+from streamwrite.encode import chunk_settings, row_group_jobs
 from streamwrite.errors import UnsupportedError
+from streamwrite.format.chunk import EncodedChunk
 from streamwrite.layout.compaction import (
     CopyRaw,
     EncodeHeld,
@@ -40,13 +42,10 @@ from streamwrite.layout.compaction import (
     SortHeld,
     Way,
 )
-from streamwrite.layout.file_writer import chunk_settings
 from streamwrite.layout.raw_copy import copy_row_group
 from streamwrite.live.file import EncodedRowGroup, LiveFile
 from streamwrite.pool.gate import BACKGROUND
 from streamwrite.reader.file import ParquetFile
-from streamwrite.writer import row_group_jobs
-from workers.chunk import EncodedChunk
 from workers.jobs import Job, MergeChunkJob, SourceChunk
 
 __all__ = ["COMMIT_BYTES", "MAX_ENCODING", "Merger", "merge_segment"]

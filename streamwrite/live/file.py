@@ -45,6 +45,7 @@ from streamwrite.arrow.schema_check import check_arrow_schema, check_sidecar_col
 from streamwrite.crypto.decryption import DecryptionConfig
 from streamwrite.crypto.encryption import FileEncryption, FileEncryptor
 from streamwrite.crypto.live_keys import LiveKeys
+from streamwrite.encode import as_table, check_write_options, encode_row_group
 from streamwrite.errors import (
     ConfigError,
     CorruptFileError,
@@ -52,6 +53,7 @@ from streamwrite.errors import (
     StateError,
     StreamwriteError,
 )
+from streamwrite.format.chunk import EncodedChunk
 from streamwrite.format.sidecar.codec import SidecarWriter, read_sidecar
 from streamwrite.io.local import ActionHook, LiveFileIO, fsync_directory
 from streamwrite.layout.actions import LiveFileName, Truncate
@@ -66,8 +68,6 @@ from streamwrite.layout.recovery import (
 )
 from streamwrite.live.info import Snapshot, snapshots_from_sidecar
 from streamwrite.options import BloomFilterOptions, WriteOptions, make_write_options
-from streamwrite.writer import as_table, check_write_options, encode_row_group
-from workers.chunk import EncodedChunk
 
 __all__ = ["Commit", "EncodedRowGroup", "LiveFile", "Snapshot", "recover"]
 
@@ -181,7 +181,7 @@ def _resume_appender(
     schema: ParquetSchema,
     options: WriteOptions,
     encryptor: FileEncryptor | None,
-) -> Appender:
+) -> Appender[FileEncryptor]:
     """A commit state machine continuing after the plan's current (recovered) version."""
     current = plan.current
     writer = FileWriter.resume(
@@ -227,7 +227,7 @@ class LiveFile:
         self,
         directory: Path,
         io: LiveFileIO,
-        appender: Appender,
+        appender: Appender[FileEncryptor],
         schema: ParquetSchema,
         options: WriteOptions,
         recovery: RecoveryPlan | None,

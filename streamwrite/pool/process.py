@@ -44,9 +44,9 @@ from typing import Protocol
 import anyio
 
 from streamwrite.errors import ConfigError, StateError, StreamwriteError
+from streamwrite.format.chunk import EncodedChunk
 from streamwrite.pool.gate import URGENT, PriorityGate
 from streamwrite.pool.main_guard import check_main_guard
-from workers.chunk import EncodedChunk
 from workers.jobs import Job, run_job
 from workers.shm import Reply, job_nbytes, pack_job, worker_main
 

@@ -13,6 +13,7 @@ import anyio
 import pyarrow as pa
 from anyio.abc import TaskGroup
 
+from streamwrite.arrow.partitioning import split_by_partition
 from streamwrite.arrow.schema import arrow_to_parquet
 from streamwrite.compaction.policy import (
     CompactionPolicy,
@@ -26,6 +27,7 @@ from streamwrite.compaction.policy import (
 )
 from streamwrite.crypto.encryption import FileEncryption
 from streamwrite.crypto.live_keys import decryption_for
+from streamwrite.encode import as_table, check_values, row_group_jobs
 from streamwrite.errors import ConfigError, StaleBatchError, StateError
 from streamwrite.format.txn import (
     DATA_FILE,
@@ -35,7 +37,6 @@ from streamwrite.format.txn import (
     segment_name,
 )
 from streamwrite.layout.batch_ids import BatchDecision, check_batch_id, decide_batch
-from streamwrite.layout.partitioning import split_by_partition
 from streamwrite.live.file import EncodedRowGroup, LiveFile
 from streamwrite.options import make_write_options
 from streamwrite.pool.process import Executor
@@ -52,7 +53,6 @@ from streamwrite.table.state import (
     snapshot_of,
     write_txn,
 )
-from streamwrite.writer import as_table, check_values, row_group_jobs
 
 __all__ = ["KV_TXN", "Table"]
 

@@ -45,6 +45,7 @@ from typing import Any
 import anyio
 import pyarrow as pa
 
+from streamwrite.arrow.partitioning import check_timestamp_field
 from streamwrite.arrow.schema import decode_arrow_schema
 from streamwrite.crypto.encryption import FileEncryption
 from streamwrite.errors import ConfigError, CorruptFileError, StreamwriteError, StreamwriteIOError
@@ -59,7 +60,7 @@ from streamwrite.format.txn import (
 from streamwrite.io.local import fsync_directory
 from streamwrite.io.segments import delete_segment, retire_segments
 from streamwrite.layout.actions import LiveFileName
-from streamwrite.layout.partitioning import check_timestamp_field, partition_name
+from streamwrite.layout.partitioning import partition_name
 from streamwrite.live.file import LiveFile
 
 __all__ = [

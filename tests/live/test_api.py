@@ -15,6 +15,7 @@ import pytest
 
 import streamwrite
 from streamwrite.arrow.schema import arrow_to_parquet
+from streamwrite.encode import encode_row_group
 from streamwrite.errors import ConfigError, SchemaError, StreamwriteError
 from streamwrite.format.sidecar.codec import read_sidecar
 from streamwrite.layout.actions import Fsync, LiveFileName, WriteAt
@@ -22,7 +23,6 @@ from streamwrite.layout.appender import Appender
 from streamwrite.layout.file_writer import FileWriter
 from streamwrite.options import make_write_options
 from streamwrite.testing import reference_table
-from streamwrite.writer import encode_row_group
 
 TABLE = reference_table(3000)
 

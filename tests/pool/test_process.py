@@ -22,7 +22,9 @@ import pyarrow.compute as pc
 import pytest
 
 from streamwrite.arrow.schema import arrow_to_parquet
+from streamwrite.encode import encode_row_group, row_group_jobs
 from streamwrite.errors import ConfigError, StateError
+from streamwrite.format.chunk import EncodedChunk
 from streamwrite.format.enums import Encoding
 from streamwrite.options import make_write_options
 from streamwrite.pool.process import (
@@ -32,8 +34,6 @@ from streamwrite.pool.process import (
     WorkerError,
 )
 from streamwrite.testing import reference_table
-from streamwrite.writer import encode_row_group, row_group_jobs
-from workers.chunk import EncodedChunk
 from workers.jobs import EncodeChunkJob
 from workers.values import BinaryValues
 
