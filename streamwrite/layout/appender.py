@@ -54,6 +54,7 @@ from streamwrite.errors import (
 from streamwrite.format import structs as t
 from streamwrite.format.aad import MAX_ORDINAL, ModuleType
 from streamwrite.format.chunk import EncodedChunk
+from streamwrite.format.footer import KV_COMMIT_SEQ, KV_PREV_SIZE
 from streamwrite.format.sidecar.codec import (
     FEATURE_BLOOM_FILTERS,
     FEATURE_BLOOM_FILTERS_EXTERNAL,
@@ -68,7 +69,7 @@ from streamwrite.format.sidecar.codec import (
 )
 from streamwrite.format.thrift.codec import deserialize
 from streamwrite.layout.actions import Action, Fsync, LiveFileName, WriteAt
-from streamwrite.layout.file_writer import KV_COMMIT_SEQ, KV_PREV_SIZE, FileWriter
+from streamwrite.layout.file_writer import FileWriter
 from streamwrite.layout.ports import EncryptorPort, EncryptorT, SchemaPort
 from streamwrite.layout.recovery import FooterVersion, ReadAt
 from streamwrite.options import WriteOptions

@@ -46,18 +46,12 @@ from streamwrite.errors import ConfigError
 from streamwrite.format import structs as t
 from streamwrite.format.aad import ModuleType
 from streamwrite.format.chunk import EncodedChunk
+from streamwrite.format.footer import FORMAT_VERSION, MAGIC
 from streamwrite.format.thrift.codec import Serialized, serialize
 from streamwrite.layout.ports import EncryptorT, SchemaPort
 from streamwrite.options import WriteOptions
 
-__all__ = ["KV_COMMIT_SEQ", "KV_PREV_SIZE", "MAGIC", "FileWriter"]
-
-MAGIC = b"PAR1"
-KV_PREV_SIZE = "streamwrite.prev_size"
-"""Footer key/value: the committed data.parquet size before this footer's commit (live files)."""
-KV_COMMIT_SEQ = "streamwrite.commit_seq"
-"""Footer key/value: the commit sequence number of this footer (live files, from 0)."""
-FORMAT_VERSION = 2
+__all__ = ["FileWriter"]
 
 
 def _rebase(chunk: EncodedChunk, base: int) -> tuple[t.ColumnMetaData, t.OffsetIndex | None]:

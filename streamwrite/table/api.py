@@ -40,12 +40,11 @@ import pyarrow as pa
 
 from streamwrite.arrow.partitioning import check_timestamp_field
 from streamwrite.arrow.schema import arrow_to_parquet, decode_arrow_schema, encode_arrow_schema
-from streamwrite.compaction.policy import CompactionPolicy
 from streamwrite.crypto.encryption import FileEncryption
 from streamwrite.encode import check_write_options
 from streamwrite.errors import ConfigError
 from streamwrite.format.txn import TXN_FILE, TxnRecord, decode_txn
-from streamwrite.options import make_write_options
+from streamwrite.options import CompactionPolicy, make_write_options
 from streamwrite.pool.process import Executor, InlineExecutor
 from streamwrite.table.core import Table
 from streamwrite.table.recovery import TableLock, recover_segments

@@ -27,7 +27,6 @@ import anyio
 import pyarrow as pa
 
 from streamwrite.arrow.schema import decode_arrow_schema
-from streamwrite.compaction.policy import CompactionPolicy
 from streamwrite.crypto.decryption import DecryptionConfig
 from streamwrite.errors import CorruptFileError, StreamwriteIOError
 from streamwrite.format.txn import (
@@ -41,6 +40,7 @@ from streamwrite.format.txn import (
 )
 from streamwrite.io.local import fsync_directory
 from streamwrite.live.file import EncodedRowGroup, LiveFile
+from streamwrite.options import CompactionPolicy
 from streamwrite.reader.file import ParquetFile
 
 __all__ = [
