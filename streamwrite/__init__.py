@@ -16,9 +16,9 @@ _EXPORTS = {
     "DecryptionConfig": "streamwrite.crypto.decryption",
     "EncryptionError": "streamwrite.errors",
     "FileEncryption": "streamwrite.crypto.encryption",
-    "InlineExecutor": "streamwrite.pool.process",
+    "InlineExecutor": "streamwrite.pool.executor",
     "ProcessPool": "streamwrite.pool.process",
-    "WorkerError": "streamwrite.pool.process",
+    "WorkerError": "streamwrite.errors",
     "CompactionPolicy": "streamwrite.compaction.policy",
     "Table": "streamwrite.table.api",
     "TableCommit": "streamwrite.table.api",
@@ -96,12 +96,14 @@ if TYPE_CHECKING:
         StreamwriteError,
         StreamwriteIOError,
         UnsupportedError,
+        WorkerError,
     )
     from streamwrite.layout.appender import Commit
     from streamwrite.live.file import LiveFile
     from streamwrite.live.info import Snapshot
     from streamwrite.options import SortingColumn
-    from streamwrite.pool.process import InlineExecutor, ProcessPool, WorkerError
+    from streamwrite.pool.executor import InlineExecutor
+    from streamwrite.pool.process import ProcessPool
     from streamwrite.reader.file import ParquetFile, read_table
     from streamwrite.table.api import Table, TableCommit, TableSnapshot, open_table
     from streamwrite.table.snapshot_fs import snapshot_filesystem

@@ -38,7 +38,7 @@ from streamwrite.layout.batch_ids import BatchDecision, check_batch_id, decide_b
 from streamwrite.layout.partitioning import split_by_partition
 from streamwrite.live.file import EncodedRowGroup, LiveFile
 from streamwrite.options import make_write_options
-from streamwrite.pool.process import Executor
+from streamwrite.pool.executor import Executor
 from streamwrite.table.recovery import TableLock, segment_numbers, sweep_retired
 from streamwrite.table.state import (
     PartitionBuffer,

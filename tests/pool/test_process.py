@@ -22,15 +22,11 @@ import pyarrow.compute as pc
 import pytest
 
 from streamwrite.arrow.schema import arrow_to_parquet
-from streamwrite.errors import ConfigError, StateError
+from streamwrite.errors import ConfigError, StateError, WorkerError
 from streamwrite.format.enums import Encoding
 from streamwrite.options import make_write_options
-from streamwrite.pool.process import (
-    SEGMENT_PREFIX,
-    InlineExecutor,
-    ProcessPool,
-    WorkerError,
-)
+from streamwrite.pool.executor import InlineExecutor
+from streamwrite.pool.process import SEGMENT_PREFIX, ProcessPool
 from streamwrite.testing import reference_table
 from streamwrite.writer import encode_row_group, row_group_jobs
 from workers.chunk import EncodedChunk
@@ -320,8 +316,8 @@ SHUTDOWN_SCRIPT = textwrap.dedent(
     import os, signal, sys
     import anyio
     from tests.pool.test_process import SleepJob, SuicideJob, _jobs
-    from streamwrite.pool.process import ProcessPool, WorkerError
-    from streamwrite.errors import StateError
+    from streamwrite.pool.process import ProcessPool
+    from streamwrite.errors import StateError, WorkerError
     from streamwrite.testing import reference_table
 
     async def main(start_method):
