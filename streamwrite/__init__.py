@@ -25,7 +25,6 @@ _EXPORTS = {
     "TableSnapshot": "streamwrite.table.api",
     "open_table": "streamwrite.table.api",
     "LiveFile": "streamwrite.live.file",
-    "Snapshot": "streamwrite.live.info",
     "ParquetFile": "streamwrite.reader.file",
     "read_table": "streamwrite.reader.file",
     "ParquetWriter": "streamwrite.writer",
@@ -62,7 +61,6 @@ __all__ = [
     "ParquetWriter",
     "ProcessPool",
     "SchemaError",
-    "Snapshot",
     "SortingColumn",
     "StaleBatchError",
     "StateError",
@@ -100,7 +98,6 @@ if TYPE_CHECKING:
     )
     from streamwrite.layout.appender import Commit
     from streamwrite.live.file import LiveFile
-    from streamwrite.live.info import Snapshot
     from streamwrite.options import SortingColumn
     from streamwrite.pool.executor import InlineExecutor
     from streamwrite.pool.process import ProcessPool
