@@ -513,3 +513,23 @@ def test_known_leaks_are_still_real() -> None:
         if names - leaks.get(where, set())
     }
     assert not stale, "\n".join(f"{where}: {names}" for where, names in sorted(stale.items()))
+
+
+def test_no_public_callable_takes_a_private_parameter() -> None:
+    """Test-only hooks stay out of public signatures (``LiveFile.open(_action_hook=)`` was one:
+    tests reach the hook through ``streamwrite.live.file.open_live_file``)."""
+    found = []
+    for package, name, value in _exports():
+        callables: list[tuple[str, Callable[..., Any]]] = []
+        if isinstance(value, type):
+            callables += [
+                (f"{package}.{name}.{m}", f)
+                for m, f in _public_members(value)
+                if not (m == "__init__" and f"{package}.{name}" in FACTORY_MADE)
+            ]
+        elif isinstance(value, FunctionType):
+            callables.append((f"{package}.{name}", value))
+        for where, function in callables:
+            parameters = inspect.signature(function).parameters
+            found += [f"{where}({p})" for p in parameters if p.startswith("_")]
+    assert not found, found
