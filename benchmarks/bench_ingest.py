@@ -70,7 +70,8 @@ from streamwrite.arrow.schema import arrow_to_parquet
 from streamwrite.encode import row_group_jobs
 from streamwrite.layout.file_writer import FileWriter
 from streamwrite.options import make_write_options
-from streamwrite.pool.process import InlineExecutor, ProcessPool
+from streamwrite.pool.executor import InlineExecutor
+from streamwrite.pool.process import ProcessPool
 from streamwrite.table.api import open_table
 from streamwrite.testing import reference_table
 

@@ -33,7 +33,7 @@ from streamwrite.format.txn import Segment, TxnRecord
 from streamwrite.layout.compaction import SegmentInfo
 from streamwrite.live.file import LiveFile
 from streamwrite.options import CompactionPolicy, WriteOptions
-from streamwrite.pool.process import Executor
+from streamwrite.pool.executor import Executor
 
 __all__ = ["CompactionHost", "CompactionMetrics", "CompactionSettings", "SegmentInfoCache"]
 

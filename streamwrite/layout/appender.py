@@ -97,10 +97,13 @@ PM = LiveFileName.PM
 
 @dataclass(frozen=True, slots=True)
 class Commit:
-    """An acknowledged commit: the file's state right after it.
+    """One committed version of a live file: the file's state right after that commit.
 
+    ``LiveFile.append`` returns it; ``LiveFile.snapshots()`` lists one per version, oldest
+    first. ``seq`` numbers the commits (0: the empty file made when the file was created);
     ``parquet_size`` is the committed size of ``data.parquet`` (a valid Parquet file, and the
-    snapshot token); ``num_rows`` and ``num_row_groups`` count the whole file at that size.
+    snapshot token: ``read_table(path, snapshot=commit.parquet_size)``); ``num_rows`` and
+    ``num_row_groups`` count the whole file at that size.
     """
 
     seq: int

@@ -37,9 +37,9 @@ from streamwrite.format.txn import (
     segment_name,
 )
 from streamwrite.layout.batch_ids import BatchDecision, check_batch_id, decide_batch
-from streamwrite.live.file import EncodedRowGroup, LiveFile
+from streamwrite.live.file import EncodedRowGroup, LiveFile, open_live_file
 from streamwrite.options import make_write_options
-from streamwrite.pool.process import Executor
+from streamwrite.pool.executor import Executor
 from streamwrite.table.recovery import TableLock, segment_numbers, sweep_retired
 from streamwrite.table.state import (
     PartitionBuffer,
@@ -424,11 +424,11 @@ class Table:
         ``data.parquet`` just before the swap), so no engine reading the directory sees it."""
         number = self._next_segment.get(partition, 0)
         self._next_segment[partition] = number + 1
-        return await LiveFile.open(
+        return await open_live_file(
             self.path / partition / segment_name(number),
             self.schema,
             encryption=self.encryption,
-            _data_file=PENDING_DATA_FILE if pending else DATA_FILE,
+            data_file=PENDING_DATA_FILE if pending else DATA_FILE,
             **self._write_kwargs,
         )
 

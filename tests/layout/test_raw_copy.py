@@ -291,7 +291,7 @@ def test_writer_quirks_copy_as_the_plain_chunk(sources: dict[str, bytes]) -> Non
 def test_older_live_snapshot_copies_from_its_committed_prefix(tmp_path: Path) -> None:
     live = tmp_path / "live"
 
-    async def build() -> list[streamwrite.Snapshot]:
+    async def build() -> list[streamwrite.Commit]:
         options: dict[str, Any] = {"bloom_filter_options": {"id": True}, "data_page_row_limit": 60}
         async with await streamwrite.LiveFile.open(live, TABLE.schema, **options) as lf:
             for seed in range(3):

@@ -140,7 +140,7 @@ def _versions(case: Case, path: Path) -> list[FooterVersion]:
     return [parse_footer_at(lambda o, n: data[o : o + n], size, keys) for size in sizes]
 
 
-def snapshots(path: Path) -> list[streamwrite.Snapshot]:
+def snapshots(path: Path) -> list[streamwrite.Commit]:
     from streamwrite.live.info import snapshots_from_sidecar
 
     return snapshots_from_sidecar((path / "_pm").read_bytes())

@@ -2,9 +2,9 @@
 
 The model is the list of committed row totals (index = commit seq; every commit appends
 ``reference_table(n, start_row=previous_total)``) and their parquet sizes. Rules append,
-append with the ``_action_hook`` raising OSError before the Nth action of the commit, reopen
-(close + open: recovery), reopen with a failure injected into recovery's own actions, and read
-a snapshot.
+append with the ``action_hook`` (of ``open_live_file``) raising OSError before the Nth action
+of the commit, reopen (close + open: recovery), reopen with a failure injected into recovery's
+own actions, and read a snapshot.
 
 A failed commit poisons the LiveFile (a further append raises StreamwriteIOError) and is not
 acknowledged. After reopening, its rows are visible only if the failure came after the commit
@@ -31,7 +31,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 import streamwrite
 from streamwrite.errors import StateError, StreamwriteIOError
 from streamwrite.layout.actions import Action, LiveFileName, WriteAt
-from streamwrite.live.file import LiveFile
+from streamwrite.live.file import LiveFile, open_live_file
 from tests.live._support import SCHEMA, assert_rows, batch, run
 
 EXAMPLES = int(os.environ.get("STREAMWRITE_STATEFUL_EXAMPLES", "30"))
@@ -60,7 +60,7 @@ class LiveFileMachine(RuleBasedStateMachine):
         self.ran.append(action)
 
     async def _open(self) -> LiveFile:
-        return await LiveFile.open(self.directory, schema=SCHEMA, _action_hook=self.hook)
+        return await open_live_file(self.directory, schema=SCHEMA, action_hook=self.hook)
 
     @initialize()
     def create(self) -> None:
