@@ -534,7 +534,7 @@ def public_keywords(public_name: str) -> Callable[[Callable[_P, _R]], Callable[_
 
 @dataclass(frozen=True, slots=True)
 class CompactionPolicy:
-    """When and how a table compacts (the rules: :mod:`streamwrite.layout.compaction`).
+    """When and how a table compacts (the decisions are documented in the README, "Compaction").
 
     Attributes:
         dead_ratio: compact a segment whose dead bytes exceed this share of its size.

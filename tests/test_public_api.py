@@ -53,7 +53,11 @@ FACTORY_MADE = {
 parts and is not walked (their public methods, properties and fields are)."""
 
 _JOBS = frozenset(
-    {"workers.chunk.EncodedChunk", "workers.jobs.EncodeChunkJob", "workers.jobs.MergeChunkJob"}
+    {
+        "streamwrite.format.chunk.EncodedChunk",
+        "workers.jobs.EncodeChunkJob",
+        "workers.jobs.MergeChunkJob",
+    }
 )
 _SEGMENT = frozenset({"streamwrite.format.txn.Segment"})
 
@@ -69,7 +73,7 @@ KNOWN_LEAKS: dict[str, frozenset[str]] = {
     "streamwrite.ProcessPool.run_all": _JOBS,
     # Encode elsewhere, then commit (the table's path into a live file): the same ring 2 types
     # and the per-file encryption state.
-    "streamwrite.LiveFile.commit_encoded": frozenset({"workers.chunk.EncodedChunk"}),
+    "streamwrite.LiveFile.commit_encoded": frozenset({"streamwrite.format.chunk.EncodedChunk"}),
     "streamwrite.LiveFile.encryptor": frozenset({"streamwrite.crypto.encryption.FileEncryptor"}),
     # Table and compaction (table/*, compaction/*, being reshaped in this issue): the segment
     # record of _txn shows in TableCommit.partitions and in the compaction host methods.
@@ -81,10 +85,10 @@ KNOWN_LEAKS: dict[str, frozenset[str]] = {
     "streamwrite.CompactionResult.__init__": _SEGMENT,
     "streamwrite.CompactionResult.segment": _SEGMENT,
     "streamwrite.PartitionStatus.__init__": frozenset(
-        {"streamwrite.compaction.policy.SegmentInfo"}
+        {"streamwrite.layout.compaction.SegmentInfo"}
     ),
     "streamwrite.PartitionStatus.segments": frozenset(
-        {"streamwrite.compaction.policy.SegmentInfo"}
+        {"streamwrite.layout.compaction.SegmentInfo"}
     ),
     "streamwrite.SnapshotFileSystem.read_range": frozenset(
         {"streamwrite.table.snapshot_fs._DataFile"}

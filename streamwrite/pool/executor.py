@@ -19,8 +19,8 @@ from typing import Protocol
 
 import anyio
 
+from streamwrite.format.chunk import EncodedChunk
 from streamwrite.pool.gate import URGENT
-from workers.chunk import EncodedChunk
 from workers.jobs import Job, run_job
 
 __all__ = ["Executor", "InlineExecutor", "gather_in_order"]
