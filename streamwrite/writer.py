@@ -176,7 +176,7 @@ class ParquetWriter:
         self._encryptor = (
             None
             if encryption is None
-            else encryption.open_file([spec.name for spec in self.schema.columns])
+            else encryption._open_file([spec.name for spec in self.schema.columns])
         )
         self._writer = FileWriter(self.schema, self.options, encryptor=self._encryptor)
         self._failure: BaseException | None = None

@@ -1,7 +1,8 @@
 """streamwrite.crypto: key management for Parquet modular encryption (public API).
 
 KMS clients, key wrapping and key material; ``streamwrite.FileEncryption`` and
-``streamwrite.DecryptionConfig`` take these. Names are imported on first access.
+``streamwrite.DecryptionConfig`` take these (``DecryptionConfig(keys=)`` takes any
+:class:`KeyRetriever`). Names are imported on first access.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ _EXPORTS: dict[str, str] = {
     "InMemoryKms": "streamwrite.crypto.kms",
     "KekCache": "streamwrite.crypto.kms",
     "KeyMaterial": "streamwrite.crypto.kms",
+    "KeyRetriever": "streamwrite.crypto.decryption",
     "KeyUnwrapper": "streamwrite.crypto.kms",
     "KeyWrapper": "streamwrite.crypto.kms",
     "KmsClient": "streamwrite.crypto.kms",
@@ -34,6 +36,7 @@ __all__ = (
     "InMemoryKms",
     "KekCache",
     "KeyMaterial",
+    "KeyRetriever",
     "KeyUnwrapper",
     "KeyWrapper",
     "KmsClient",
@@ -42,6 +45,7 @@ __all__ = (
 )
 
 if TYPE_CHECKING:
+    from streamwrite.crypto.decryption import KeyRetriever
     from streamwrite.crypto.kms import (
         ALGORITHMS,
         DEFAULT_CACHE_LIFETIME_SECONDS,

@@ -1,7 +1,7 @@
 """Reader-side Parquet modular encryption: keys, the footer, column metadata and module ciphers.
 
 Implements the reading half of the Parquet format spec, section 7.3 "Parquet Modular
-Encryption" (parquet-format ``Encryption.md``), for :class:`streamwrite.reader.file.ParquetFile`::
+Encryption" (parquet-format ``Encryption.md``), for :class:`streamwrite.ParquetFile`::
 
     encrypted footer  := ... FileCryptoMetaData footer_module len(u32 LE) "PARE"
                          footer_module = GCM(footer key, FOOTER AAD)(FileMetaData)

@@ -6,7 +6,8 @@ Encryption" (DESIGN section 5). Two objects:
 - :class:`FileEncryption`, the caller's settings (reusable): a key source (a
   :class:`~streamwrite.crypto.KeyWrapper` over a KMS, or :class:`~streamwrite.crypto.ExplicitKeys`),
   the algorithm, plaintext or encrypted footer, the AAD prefix and whether it is stored.
-- :class:`FileEncryptor`, made by :meth:`FileEncryption.open_file` once per file: the file's random
+- :class:`FileEncryptor`, made by ``FileEncryption._open_file`` once per file (the writers'
+  own plumbing, not public: users hand a ``FileEncryption`` to a writer): the file's random
   8-byte ``aad_file_unique`` (as parquet-cpp), one :class:`~workers.cipher.ModuleCipher` per
   encrypted column and one for the footer, and the metadata that describes them.
 
@@ -59,8 +60,8 @@ def _listed_columns(keys: KeySource) -> list[str]:
     return keys.columns
 
 
-def _algorithm(value: Algorithm | str) -> Algorithm:
-    if isinstance(value, Algorithm):
+def _algorithm(value: str) -> Algorithm:
+    if isinstance(value, Algorithm):  # the package's own callers
         return value
     try:
         return Algorithm(str(value))
@@ -88,7 +89,8 @@ class FileEncryption:
 
     Args:
         keys: The key source.
-        algorithm: ``AES_GCM_V1`` or ``AES_GCM_CTR_V1`` (enum or name).
+        algorithm: ``"AES_GCM_V1"`` or ``"AES_GCM_CTR_V1"`` (as pyarrow's
+            ``encryption_algorithm`` and :class:`~streamwrite.crypto.EncryptionConfig`).
         plaintext_footer: Write a signed plaintext footer (``PAR1``) instead of an encrypted
             one (``PARE``).
         aad_prefix: Bytes prepended to every module AAD (e.g. a file name), or None.
@@ -110,7 +112,7 @@ class FileEncryption:
         self,
         keys: KeySource,
         *,
-        algorithm: Algorithm | str | None = None,
+        algorithm: str | None = None,
         plaintext_footer: bool | None = None,
         aad_prefix: bytes | None = None,
         store_aad_prefix: bool | None = None,
@@ -189,7 +191,7 @@ class FileEncryption:
             f"v2_page_layout={self.v2_page_layout!r})"
         )
 
-    def open_file(
+    def _open_file(
         self, column_names: Sequence[str], *, aad_file_unique: bytes | None = None
     ) -> FileEncryptor:
         """Makes the encryption state of one new file whose leaf columns are ``column_names``.
@@ -223,7 +225,9 @@ class FileEncryption:
 class FileEncryptor:
     """The encryption state of one file: ciphers per column and footer, and their metadata.
 
-    Made by :meth:`FileEncryption.open_file`. The ``repr`` shows no key.
+    Made by ``FileEncryption._open_file`` for the writers (private: its ciphers and sealing
+    methods are write-path plumbing, as parquet-cpp's ``InternalFileEncryptor``). The ``repr``
+    shows no key.
     """
 
     def __init__(self, settings: FileEncryption, column_names: Sequence[str], unique: bytes):

@@ -358,8 +358,9 @@ class KekCache:
     def __repr__(self) -> str:
         return f"KekCache(lifetime_seconds={self._lifetime!r}, entries={len(self._keks)})"
 
-    def get_or_create(self, master_key_id: str, kms: KmsClient) -> _Kek:
-        """Returns the live KEK of ``master_key_id``, making and KMS-wrapping a new one if none.
+    def _get_or_create(self, master_key_id: str, kms: KmsClient) -> _Kek:
+        """Returns the live KEK of ``master_key_id``, making and KMS-wrapping a new one if none
+        (the package's own: :class:`KeyWrapper` calls it).
 
         Raises:
             EncryptionError: The KMS fails to wrap the new KEK.

@@ -329,7 +329,7 @@ class KeyWrapper:
         kek_id: str | None = None
         wrapped_kek: str | None = None
         if self._config.double_wrapping:
-            kek = self._kek_cache.get_or_create(master_key_id, self._kms)
+            kek = self._kek_cache._get_or_create(master_key_id, self._kms)
             wrapped_dek = encrypt_key_locally(data_key, kek.kek, kek.kek_id)
             kek_id = kek.encoded_id
             wrapped_kek = kek.wrapped_kek

@@ -331,7 +331,7 @@ class LiveFile:
         encryptor = (
             None
             if encryption is None
-            else encryption.open_file([spec.name for spec in parquet_schema.columns])
+            else encryption._open_file([spec.name for spec in parquet_schema.columns])
         )
         appender, pending = Appender.create(parquet_schema, options, encryptor)
         io.run(pending.actions)

@@ -62,7 +62,7 @@ def _table(seed: int = 0) -> pa.Table:
 
 def _encryption(algorithm: Algorithm) -> FileEncryption:
     keys = ExplicitKeys({"k": KEY}, "k", dict.fromkeys(COLUMNS, "k"))  # one key for everything
-    return FileEncryption(keys, algorithm=algorithm)
+    return FileEncryption(keys, algorithm=algorithm.value)
 
 
 def _write(algorithm: Algorithm, table: pa.Table, **options: object) -> bytes:

@@ -314,7 +314,7 @@ def _explicit(
     keys = ExplicitKeys(KEYS, "kf", {"a": "kc1", "b": "kc2", "e": "kc1"})
     return FileEncryption(
         keys,
-        algorithm=alg,
+        algorithm=alg.value,
         plaintext_footer=pf,
         aad_prefix=None if prefix is None else b"the-prefix",
         store_aad_prefix=prefix != "supplied",
@@ -477,7 +477,7 @@ def test_parquet_writer_batches_take_their_row_group_ordinals(tmp_path: Path) ->
 def test_jobs_with_ciphers_run_in_worker_processes(tmp_path: Path) -> None:
     schema = arrow_to_parquet(TABLE.schema)
     options = make_write_options(TABLE.column_names, **WRITE_OPTIONS)
-    encryptor = _explicit(Algorithm.AES_GCM_V1, True, "stored").open_file(TABLE.column_names)
+    encryptor = _explicit(Algorithm.AES_GCM_V1, True, "stored")._open_file(TABLE.column_names)
     writer = FileWriter(schema, options, encryptor=encryptor)
     parts = [writer.start()]
     with ProcessPoolExecutor(2) as pool:
@@ -533,7 +533,7 @@ def _texts(*objects: object) -> str:
 
 def test_errors_and_reprs_hold_no_key_bytes(tmp_path: Path) -> None:
     encryption = _explicit(Algorithm.AES_GCM_V1, False, "stored")
-    encryptor = encryption.open_file(TABLE.column_names)
+    encryptor = encryption._open_file(TABLE.column_names)
     crypto = encryptor.chunk_crypto(0, 0)
     texts = [_texts(encryption, encryptor, crypto, encryptor.column_cipher(0))]
     errors: list[BaseException] = []
@@ -583,7 +583,7 @@ def test_row_group_ordinal_limit(tmp_path: Path) -> None:
     with pytest.raises(LimitError, match="32768"):
         file_writer.add_row_group([], 0)
     # ordinal 32767, the last one, is fine
-    encryptor = _explicit(Algorithm.AES_GCM_V1, False, None).open_file(TABLE.column_names)
+    encryptor = _explicit(Algorithm.AES_GCM_V1, False, None)._open_file(TABLE.column_names)
     assert encryptor.chunk_crypto(32767, 0) is not None
     # plaintext files have no such limit
     plain = FileWriter(arrow_to_parquet(TABLE.schema), make_write_options(TABLE.column_names))
@@ -594,7 +594,7 @@ def test_row_group_ordinal_limit(tmp_path: Path) -> None:
 
 def test_unknown_columns_and_bad_settings_are_config_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="zz"):
-        FileEncryption(ExplicitKeys(KEYS, "kf", {}), footer_key_columns=["zz"]).open_file(["a"])
+        FileEncryption(ExplicitKeys(KEYS, "kf", {}), footer_key_columns=["zz"])._open_file(["a"])
     with pytest.raises(ConfigError, match="algorithm"):
         FileEncryption(ExplicitKeys(KEYS, "kf", {}), algorithm="AES_CBC")
     with pytest.raises(ConfigError, match="store_aad_prefix"):
@@ -608,13 +608,13 @@ def test_key_wrapper_config_drives_the_file(tmp_path: Path) -> None:
     encryption, _ = case.encryption()
     assert encryption.algorithm is Algorithm.AES_GCM_CTR_V1
     assert encryption.plaintext_footer and encryption.aad_prefix == b"p"
-    encryptor = encryption.open_file(TABLE.column_names)
+    encryptor = encryption._open_file(TABLE.column_names)
     assert isinstance(encryptor, FileEncryptor)
     assert encryptor.magic == b"PAR1"
     algo = encryptor.encryption_algorithm().AES_GCM_CTR_V1
     assert algo is not None and algo.aad_prefix == b"p" and algo.supply_aad_prefix is False
     # one data key per column across row groups and files of one KeyWrapper
-    again = encryption.open_file(TABLE.column_names)
+    again = encryption._open_file(TABLE.column_names)
     assert again.aad_file_unique != encryptor.aad_file_unique
     a1, a2 = encryptor.column_cipher(0), again.column_cipher(0)
     assert a1 is not None and a2 is not None
