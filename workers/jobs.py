@@ -1,5 +1,10 @@
 """Picklable jobs and :func:`run_job`, the only entry point of the process pool.
 
+Public as the executor contract (with ``streamwrite.format.chunk.EncodedChunk``): an
+``streamwrite.Executor`` of the user's own receives a :data:`Job`, runs it with
+:func:`run_job` in any process and returns the result unchanged. The names ``Job`` and
+``run_job`` are the contract; the job classes' fields are the package's own.
+
 A job is a frozen dataclass holding numpy arrays (which pickle with out-of-band buffers) and
 settings; ``run_job(job)`` returns the job's result. The inline executor calls the same function
 in-process, so pool and inline output are byte-identical. Two kinds:

@@ -10,6 +10,13 @@ output is byte-identical whatever the executor::
 ``priority`` orders jobs waiting for a worker: ``0`` (urgent: appends and writes, the default)
 before ``1`` (background: compaction). :class:`InlineExecutor` runs jobs in a thread of this
 process and ignores it; :class:`~streamwrite.ProcessPool` honours it.
+
+The contract is public, so users can bring their own executor (Dask, Ray, a remote pool): a
+job is a ``workers.jobs.Job`` (opaque and picklable), ``workers.jobs.run_job`` runs it in any
+process (DESIGN: ring 2's only entry point; a worker imports ``workers``, not the async shell),
+and its result, a ``streamwrite.format.chunk.EncodedChunk``, is handed back unchanged. Those two
+modules are public for this (``tests/test_public_api.py``, ``EXECUTOR_CONTRACT``); the fields of
+a job are not.
 """
 
 from __future__ import annotations
@@ -27,7 +34,21 @@ __all__ = ["Executor", "InlineExecutor", "gather_in_order"]
 
 
 class Executor(Protocol):
-    """Runs encode jobs; results are byte-identical whatever the executor."""
+    """Runs encode jobs; results are byte-identical whatever the executor.
+
+    Bring your own by implementing these three methods: ``run`` returns
+    ``workers.jobs.run_job(job)``, computed wherever you like (the job pickles; the result is a
+    ``streamwrite.format.chunk.EncodedChunk``, to return unchanged). ``workers.jobs`` and
+    ``streamwrite.format.chunk`` are public for this contract; a job's fields are not::
+
+        from workers.jobs import Job, run_job
+        from streamwrite.format.chunk import EncodedChunk
+
+        class MyExecutor:
+            async def run(self, job: Job, priority: int = 0) -> EncodedChunk:
+                return await anyio.to_thread.run_sync(run_job, job)
+            ...
+    """
 
     async def run(self, job: Job, priority: int = URGENT) -> EncodedChunk:
         """Run one job.
