@@ -34,6 +34,12 @@ _EXPORTS: dict[str, str] = {
     "WorkerError": "streamwrite.errors",
     # plain files
     "ParquetFile": "streamwrite.reader.file",
+    "FileMetaData": "streamwrite.reader.metadata",
+    "RowGroupMetaData": "streamwrite.reader.metadata",
+    "ColumnChunkMetaData": "streamwrite.reader.metadata",
+    "Statistics": "streamwrite.reader.metadata",
+    "ParquetSchemaView": "streamwrite.reader.metadata",
+    "ColumnSchema": "streamwrite.reader.metadata",
     "ParquetWriter": "streamwrite.writer",
     "SortingColumn": "streamwrite.options",
     "read_table": "streamwrite.dataset",
@@ -64,6 +70,8 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = (
     "ChecksumError",
+    "ColumnChunkMetaData",
+    "ColumnSchema",
     "Commit",
     "CompactionPolicy",
     "CompactionResult",
@@ -73,19 +81,23 @@ __all__ = (
     "EncryptionError",
     "Executor",
     "FileEncryption",
+    "FileMetaData",
     "FormatError",
     "InlineExecutor",
     "LimitError",
     "LiveFile",
     "ParquetFile",
+    "ParquetSchemaView",
     "ParquetWriter",
     "PartitionStatus",
     "ProcessPool",
+    "RowGroupMetaData",
     "SchemaError",
     "SnapshotFileSystem",
     "SortingColumn",
     "StaleBatchError",
     "StateError",
+    "Statistics",
     "StreamwriteError",
     "StreamwriteIOError",
     "Table",
@@ -126,6 +138,14 @@ if TYPE_CHECKING:
     from streamwrite.pool.executor import Executor, InlineExecutor
     from streamwrite.pool.process import ProcessPool
     from streamwrite.reader.file import ParquetFile
+    from streamwrite.reader.metadata import (
+        ColumnChunkMetaData,
+        ColumnSchema,
+        FileMetaData,
+        ParquetSchemaView,
+        RowGroupMetaData,
+        Statistics,
+    )
     from streamwrite.table.api import Table, TableCommit, TableSnapshot, open_table
     from streamwrite.table.snapshot_fs import SnapshotFileSystem, snapshot_filesystem
     from streamwrite.writer import ParquetWriter, write_table

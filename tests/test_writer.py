@@ -30,8 +30,8 @@ def _write(table: pa.Table, **options: object) -> bytes:
 def _pages(data: bytes, column: int = 0, row_group: int = 0) -> list[tuple[int, int, int]]:
     """(page_type, encoding, num_rows) of every page of one chunk, read with our decoder."""
     pf = streamwrite.ParquetFile(data)
-    spec = pf.parquet_schema.columns[column]
-    decoded = pf.decode_column_chunk(row_group, spec)
+    spec = pf._parquet_schema.columns[column]
+    decoded = pf._decode_column_chunk(row_group, spec)
     chunk = pf.thrift_metadata.row_groups[row_group].columns[column].meta_data
     assert chunk is not None
     result = []

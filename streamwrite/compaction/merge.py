@@ -117,7 +117,7 @@ async def _run_largest_first(host: CompactionHost, jobs: list[Job]) -> list[Enco
 
 def _read_sources(pf: ParquetFile, index: int) -> _Rows:
     """Read the column chunks of row group ``index`` (compressed; decoded by a worker)."""
-    sources = tuple(pf.source_chunk(index, spec) for spec in pf.parquet_schema.columns)
+    sources = tuple(pf._source_chunk(index, spec) for spec in pf._parquet_schema.columns)
     rows = sources[0].num_rows
     return _Rows(sources, 0, rows, pf.verify_checksums, pf.max_decompressed_page_size)
 

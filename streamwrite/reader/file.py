@@ -17,9 +17,13 @@ Without it, an encrypted footer raises EncryptionError, and a plaintext-footer f
 plaintext columns only. Files with nested columns open too: their flat top-level columns can be read
 with ``columns=``; reading a nested column raises UnsupportedError.
 
-``ParquetFile.metadata`` has the shape of ``pyarrow.parquet.ParquetFile(...).metadata``
-(:mod:`streamwrite.reader.metadata`); the Thrift ``FileMetaData`` is
-``ParquetFile.thrift_metadata``. ``streamwrite.read_table`` (:mod:`streamwrite.dataset`)
+``ParquetFile.metadata`` and ``ParquetFile.schema`` have the shape of
+``pyarrow.parquet.ParquetFile(...)``'s (``streamwrite.FileMetaData``, ``ParquetSchemaView``...,
+defined in :mod:`streamwrite.reader.metadata`); the Thrift ``FileMetaData`` is
+``ParquetFile.thrift_metadata``. The chunk-level methods (``_chunk_range``,
+``_chunk_decryptor``, ``_column_metadata``, ``_decode_column_chunk``, ``_source_chunk``,
+``_parquet_schema``) are the package's own: compaction's raw copy and re-encode and
+:mod:`streamwrite.reader.verify` call them. ``streamwrite.read_table`` (:mod:`streamwrite.dataset`)
 dispatches on what it is given: a file or buffer, a live file, a table, or a directory.
 """
 
@@ -45,7 +49,7 @@ from streamwrite.errors import (
 )
 from streamwrite.format import structs as t
 from streamwrite.options import ReadOptions, public_keywords
-from streamwrite.reader.metadata import FileMetaData
+from streamwrite.reader.metadata import FileMetaData, ParquetSchemaView
 from streamwrite.reader.tail import (
     _MAX_DICTIONARY_HEADER_SIZE,
     Source,
@@ -108,7 +112,7 @@ class ParquetFile:
         self._source = _Bytes(source, snapshot)
         self._unsupported: UnsupportedError | None = None
         self._nested_names: frozenset[str] = frozenset()
-        self._column_metadata: dict[tuple[int, int], t.ColumnMetaData] = {}
+        self._column_metadata_cache: dict[tuple[int, int], t.ColumnMetaData] = {}
         self._metadata: FileMetaData | None = None
         try:
             self.thrift_metadata, self.footer_offset, self._decryptor = _read_footer(
@@ -123,7 +127,7 @@ class ParquetFile:
     @property
     def metadata(self) -> FileMetaData:
         """The footer, shaped as ``pyarrow.parquet.ParquetFile(...).metadata``
-        (:class:`streamwrite.reader.metadata.FileMetaData`); the Thrift ``FileMetaData`` struct is
+        (:class:`streamwrite.FileMetaData`); the Thrift ``FileMetaData`` struct is
         :attr:`thrift_metadata`."""
         if self._metadata is None:
             self._metadata = FileMetaData(self)
@@ -190,8 +194,20 @@ class ParquetFile:
         return self._schema.arrow_schema
 
     @property
+    def schema(self) -> ParquetSchemaView:
+        """The Parquet schema, shaped as ``pyarrow.parquet.ParquetFile(...).schema``
+        (:class:`streamwrite.ParquetSchemaView`, also ``metadata.schema``)."""
+        return self.metadata.schema
+
+    @property
+    def _parquet_schema(self) -> ParquetSchema:
+        """The package's own schema of the columns read: elements and per-column specs."""
+        return self._schema
+
+    @property
     def parquet_schema(self) -> ParquetSchema:
-        """The Parquet schema: elements and per-column specs."""
+        """:attr:`_parquet_schema`, kept public only until ``cli/show.py`` and
+        ``benchmarks/bench_encrypt.py`` read :attr:`schema` and :attr:`metadata` instead."""
         return self._schema
 
     @property
@@ -201,7 +217,7 @@ class ParquetFile:
 
     @property
     def unsupported_columns(self) -> list[str]:
-        """Top-level columns of the file we cannot read (nested), not in :attr:`parquet_schema`."""
+        """Top-level columns of the file we cannot read (nested), not in :attr:`schema_arrow`."""
         return sorted(self._nested_names)
 
     @property
@@ -232,7 +248,7 @@ class ParquetFile:
         """``size`` bytes at absolute ``offset``, checked to lie inside the file."""
         return self._source.read(offset, size)
 
-    def chunk_range(self, i: int, spec: ColumnSpec) -> tuple[int, int]:
+    def _chunk_range(self, i: int, spec: ColumnSpec) -> tuple[int, int]:
         """``(offset, size)`` of the pages of column ``spec`` in row group ``i``, checked.
 
         Raises:
@@ -271,7 +287,7 @@ class ParquetFile:
             raise IndexError(f"Column {column} does not exist; the file has {len(chunks)}.")
         return chunks[column]
 
-    def chunk_decryptor(self, i: int, column: int) -> ChunkDecryptor | None:
+    def _chunk_decryptor(self, i: int, column: int) -> ChunkDecryptor | None:
         """The decryptor of the chunk of leaf column ``column`` in row group ``i``, or None
         when the chunk is not encrypted.
 
@@ -294,20 +310,20 @@ class ParquetFile:
         ordinal = i if row_group.ordinal is None else row_group.ordinal
         return self._decryptor.chunk(crypto, ordinal, column, path, where)
 
-    def column_metadata(self, i: int, column: int) -> t.ColumnMetaData:
+    def _column_metadata(self, i: int, column: int) -> t.ColumnMetaData:
         """The ColumnMetaData of leaf column ``column`` in row group ``i``, decrypted from
         ``encrypted_column_metadata`` when the chunk has it.
 
         Raises:
             IndexError: No such row group or column.
             CorruptFileError: The chunk has no metadata, or it does not decode.
-            EncryptionError: As for :meth:`chunk_decryptor`, or the module does not decrypt.
+            EncryptionError: As for :meth:`_chunk_decryptor`, or the module does not decrypt.
         """
-        cached = self._column_metadata.get((i, column))
+        cached = self._column_metadata_cache.get((i, column))
         if cached is not None:
             return cached
         chunk = self._chunk(i, column)
-        decryptor = self.chunk_decryptor(i, column)
+        decryptor = self._chunk_decryptor(i, column)
         meta = chunk.meta_data
         if decryptor is not None and chunk.encrypted_column_metadata is not None:
             assert self._decryptor is not None  # chunk_decryptor raised otherwise
@@ -322,11 +338,16 @@ class ParquetFile:
                 f"Column {self._paths[column]!r} of row group {i} has no ColumnMetaData.",
                 self.footer_offset,
             )
-        self._column_metadata[(i, column)] = meta
+        self._column_metadata_cache[(i, column)] = meta
         return meta
 
+    def column_metadata(self, i: int, column: int) -> t.ColumnMetaData:
+        """:meth:`_column_metadata`, kept public only until ``cli/show.py`` and
+        ``benchmarks/bench_encrypt.py`` read ``metadata.row_group(i).column(j)`` instead."""
+        return self._column_metadata(i, column)
+
     def _chunk_meta(self, i: int, spec: ColumnSpec) -> t.ColumnMetaData:
-        return self.column_metadata(i, spec.index)
+        return self._column_metadata(i, spec.index)
 
     def _typed_chunk_meta(self, i: int, spec: ColumnSpec) -> tuple[t.ColumnMetaData, str]:
         """The chunk's metadata, checked to have the schema's physical type, and how error
@@ -341,7 +362,7 @@ class ParquetFile:
             )
         return meta, where
 
-    def decode_column_chunk(self, i: int, spec: ColumnSpec) -> DecodedChunk:
+    def _decode_column_chunk(self, i: int, spec: ColumnSpec) -> DecodedChunk:
         """Decode the pages of column ``spec`` in row group ``i`` (physical values, levels, pages).
 
         Returns:
@@ -354,7 +375,7 @@ class ParquetFile:
                 does not decrypt (tampered or moved); the message names the module.
         """
         meta, where = self._typed_chunk_meta(i, spec)
-        cipher = self.chunk_decryptor(i, spec.index)
+        cipher = self._chunk_decryptor(i, spec.index)
         num_rows = (self.thrift_metadata.row_groups or [])[i].num_rows
         if meta.num_values == 0:
             # Nothing to read: some writers give empty chunks no valid page offsets at all.
@@ -366,7 +387,7 @@ class ParquetFile:
             )
             start = self.footer_offset
         else:
-            start, size = self.chunk_range(i, spec)
+            start, size = self._chunk_range(i, spec)
             decoded = decode_chunk(
                 self._source.read(start, size),
                 start,
@@ -385,7 +406,7 @@ class ParquetFile:
             )
         return decoded
 
-    def source_chunk(
+    def _source_chunk(
         self, i: int, spec: ColumnSpec, row_start: int = 0, row_stop: int | None = None
     ) -> SourceChunk:
         """The bytes of column ``spec`` in row group ``i``, for a worker to decode (rows
@@ -393,13 +414,13 @@ class ParquetFile:
 
         Raises:
             UnsupportedError: the chunk is encrypted (decrypt it here: :meth:`read_row_group`).
-            CorruptFileError: as for :meth:`decode_column_chunk`.
+            CorruptFileError: as for :meth:`_decode_column_chunk`.
         """
-        if self.chunk_decryptor(i, spec.index) is not None:
+        if self._chunk_decryptor(i, spec.index) is not None:
             raise UnsupportedError(f"Column {spec.name!r} of row group {i} is encrypted.")
         meta, where = self._typed_chunk_meta(i, spec)
         num_rows = (self.thrift_metadata.row_groups or [])[i].num_rows or 0
-        start, size = self.chunk_range(i, spec)
+        start, size = self._chunk_range(i, spec)
         return SourceChunk(
             bytes(self._source.read(start, size)),
             start,
@@ -422,7 +443,7 @@ class ParquetFile:
         return self._options.max_decompressed_page_size
 
     def _read_column(self, spec: ColumnSpec, i: int) -> pa.Array:
-        decoded = self.decode_column_chunk(i, spec)
+        decoded = self._decode_column_chunk(i, spec)
         pages: list[PageInfo] = decoded.pages
         offset = pages[0].offset if pages else self.footer_offset
         where = f"Column {spec.name!r} of row group {i}"
@@ -455,7 +476,8 @@ class ParquetFile:
             IndexError: ``i`` is not a row group of the file.
             SchemaError: ``columns`` names a column the file does not have.
             CorruptFileError, LimitError, UnsupportedError: as for the constructor.
-            EncryptionError: as for :meth:`decode_column_chunk`.
+            EncryptionError: an encrypted chunk without keys, a wrong key, or a module that
+                does not decrypt (tampered or moved); the message names the module.
         """
         row_groups = self.thrift_metadata.row_groups or []
         if not 0 <= i < len(row_groups):

@@ -37,6 +37,7 @@ from streamwrite.errors import StreamwriteError
 from streamwrite.format import structs as t
 from streamwrite.format.enums import Type
 from streamwrite.format.thrift.codec import deserialize
+from streamwrite.options import SortingColumn
 from streamwrite.reader.tail import _leaf_paths
 from workers.cipher import FOOTER_SIGNATURE_SIZE
 from workers.decode import KERNEL_ERRORS
@@ -63,13 +64,13 @@ class FooterSource(Protocol):
     @property
     def schema_arrow(self) -> pa.Schema: ...
     @property
-    def parquet_schema(self) -> ParquetSchema: ...
+    def _parquet_schema(self) -> ParquetSchema: ...
     @property
     def file_size(self) -> int: ...
     @property
     def footer_offset(self) -> int: ...
     def read_bytes(self, offset: int, size: int) -> memoryview: ...
-    def column_metadata(self, i: int, column: int) -> t.ColumnMetaData: ...
+    def _column_metadata(self, i: int, column: int) -> t.ColumnMetaData: ...
 
 
 _COMPRESSION_NAMES = {
@@ -221,13 +222,13 @@ class ColumnChunkMetaData:
         self._owner = owner
         self._row_group = row_group
         self._column = column
-        self.thrift: t.ColumnChunk = owner.thrift_row_group(row_group).columns[column]  # type: ignore[index]
+        self.thrift: t.ColumnChunk = owner._thrift_row_group(row_group).columns[column]  # type: ignore[index]
         """The Thrift ``ColumnChunk`` struct (its ``meta_data`` may be encrypted)."""
 
     @property
-    def meta_data(self) -> t.ColumnMetaData:
+    def _meta_data(self) -> t.ColumnMetaData:
         """The Thrift ``ColumnMetaData``, decrypted when the chunk is encrypted."""
-        return self._owner.file.column_metadata(self._row_group, self._column)
+        return self._owner._file._column_metadata(self._row_group, self._column)
 
     @property
     def file_offset(self) -> int:
@@ -242,53 +243,53 @@ class ColumnChunkMetaData:
     @property
     def path_in_schema(self) -> str:
         """The dotted column path."""
-        return ".".join(self.meta_data.path_in_schema or [])
+        return ".".join(self._meta_data.path_in_schema or [])
 
     @property
     def physical_type(self) -> str:
         """``"INT64"``, ``"BYTE_ARRAY"``..."""
-        return _enum_name(self.meta_data.type)
+        return _enum_name(self._meta_data.type)
 
     @property
     def compression(self) -> str:
         """The codec as pyarrow names it (``"ZSTD"``, ``"UNCOMPRESSED"``...)."""
-        codec = self.meta_data.codec
+        codec = self._meta_data.codec
         return _COMPRESSION_NAMES.get(codec, _enum_name(codec))  # type: ignore[arg-type]
 
     @property
     def encodings(self) -> tuple[str, ...]:
         """The encodings of the chunk's pages, in footer order."""
-        return tuple(_enum_name(e) for e in self.meta_data.encodings or [])
+        return tuple(_enum_name(e) for e in self._meta_data.encodings or [])
 
     @property
     def num_values(self) -> int:
         """Values of the chunk, nulls included."""
-        return self.meta_data.num_values or 0
+        return self._meta_data.num_values or 0
 
     @property
     def total_compressed_size(self) -> int:
         """Bytes of the chunk's pages in the file."""
-        return self.meta_data.total_compressed_size or 0
+        return self._meta_data.total_compressed_size or 0
 
     @property
     def total_uncompressed_size(self) -> int:
         """Bytes of the chunk's pages uncompressed."""
-        return self.meta_data.total_uncompressed_size or 0
+        return self._meta_data.total_uncompressed_size or 0
 
     @property
     def data_page_offset(self) -> int:
         """Absolute offset of the first data page."""
-        return self.meta_data.data_page_offset or 0
+        return self._meta_data.data_page_offset or 0
 
     @property
     def dictionary_page_offset(self) -> int | None:
         """Absolute offset of the dictionary page, None without one."""
-        return self.meta_data.dictionary_page_offset
+        return self._meta_data.dictionary_page_offset
 
     @property
     def has_dictionary_page(self) -> bool:
         """The chunk starts with a dictionary page."""
-        return self.meta_data.dictionary_page_offset is not None
+        return self._meta_data.dictionary_page_offset is not None
 
     @property
     def has_offset_index(self) -> bool:
@@ -303,25 +304,25 @@ class ColumnChunkMetaData:
     @property
     def bloom_filter_offset(self) -> int | None:
         """Absolute offset of the bloom filter, None without one."""
-        return self.meta_data.bloom_filter_offset
+        return self._meta_data.bloom_filter_offset
 
     @property
     def bloom_filter_length(self) -> int | None:
         """Bytes of the bloom filter (header and bitset), None when not recorded."""
-        return self.meta_data.bloom_filter_length
+        return self._meta_data.bloom_filter_length
 
     @property
     def is_stats_set(self) -> bool:
         """The chunk has statistics."""
-        return self.meta_data.statistics is not None
+        return self._meta_data.statistics is not None
 
     @property
     def statistics(self) -> Statistics | None:
         """The chunk's statistics, None without any."""
-        meta = self.meta_data
+        meta = self._meta_data
         if meta.statistics is None:
             return None
-        spec = self._owner.logical_spec(self._column)
+        spec = self._owner._logical_spec(self._column)
         return Statistics(
             meta.statistics,
             meta.num_values or 0,
@@ -333,7 +334,7 @@ class ColumnChunkMetaData:
     @property
     def metadata(self) -> dict[bytes, bytes] | None:
         """The chunk's key-value metadata, None without any."""
-        return _key_values(self.meta_data.key_value_metadata)
+        return _key_values(self._meta_data.key_value_metadata)
 
     def __repr__(self) -> str:
         return (
@@ -354,7 +355,7 @@ class RowGroupMetaData:
     def __init__(self, owner: FileMetaData, index: int) -> None:
         self._owner = owner
         self._index = index
-        self.thrift: t.RowGroup = owner.thrift_row_group(index)
+        self.thrift: t.RowGroup = owner._thrift_row_group(index)
         """The Thrift ``RowGroup`` struct."""
 
     @property
@@ -383,9 +384,13 @@ class RowGroupMetaData:
         return self.thrift.file_offset
 
     @property
-    def sorting_columns(self) -> tuple[t.SortingColumn, ...]:
-        """``RowGroup.sorting_columns`` (Thrift structs)."""
-        return tuple(self.thrift.sorting_columns or ())
+    def sorting_columns(self) -> tuple[SortingColumn, ...]:
+        """``RowGroup.sorting_columns`` as :class:`streamwrite.SortingColumn` objects (the
+        shape of pyarrow's, and what ``write_table(sorting_columns=)`` takes)."""
+        return tuple(
+            SortingColumn(c.column_idx or 0, bool(c.descending), bool(c.nulls_first))
+            for c in self.thrift.sorting_columns or ()
+        )
 
     def column(self, j: int) -> ColumnChunkMetaData:
         """Returns: column chunk ``j``.
@@ -461,7 +466,7 @@ class FileMetaData:
     """A file's footer, shaped as ``pyarrow.parquet.FileMetaData``."""
 
     def __init__(self, file: FooterSource) -> None:
-        self.file = file
+        self._file = file
         self.thrift: t.FileMetaData = file.thrift_metadata
         """The Thrift ``FileMetaData`` struct."""
         self._logical: dict[int, ColumnSpec] | None = None
@@ -470,10 +475,10 @@ class FileMetaData:
     def serialized_size(self) -> int:
         """Bytes of the FileMetaData as pyarrow counts them: without a plaintext footer's
         signature; an encrypted footer's whole module (length, nonce, ciphertext, tag)."""
-        size = self.file.file_size
-        footer_size = size - 8 - self.file.footer_offset
-        if bytes(self.file.read_bytes(size - 4, 4)) == b"PARE":
-            footer = self.file.read_bytes(self.file.footer_offset, footer_size)
+        size = self._file.file_size
+        footer_size = size - 8 - self._file.footer_offset
+        if bytes(self._file.read_bytes(size - 4, 4)) == b"PARE":
+            footer = self._file.read_bytes(self._file.footer_offset, footer_size)
             _, crypto_size = deserialize(t.FileCryptoMetaData, footer)
             return footer_size - crypto_size
         if self.thrift.encryption_algorithm is not None:
@@ -513,9 +518,9 @@ class FileMetaData:
     @property
     def schema(self) -> ParquetSchemaView:
         """The Parquet schema."""
-        return ParquetSchemaView(self.file)
+        return ParquetSchemaView(self._file)
 
-    def thrift_row_group(self, i: int) -> t.RowGroup:
+    def _thrift_row_group(self, i: int) -> t.RowGroup:
         """Returns: the Thrift ``RowGroup`` ``i``.
 
         Raises:
@@ -534,7 +539,7 @@ class FileMetaData:
         """
         return RowGroupMetaData(self, i)
 
-    def logical_spec(self, column: int) -> ColumnSpec | None:
+    def _logical_spec(self, column: int) -> ColumnSpec | None:
         """The column's spec with the Arrow type its Parquet logical type gives (how pyarrow
         types statistics), None for a leaf of a nested column."""
         if self._logical is None:
@@ -543,7 +548,7 @@ class FileMetaData:
                 specs = parquet_to_arrow(elements, None).columns
                 self._logical = {spec.index: spec for spec in specs}
             except StreamwriteError:  # nested: the flat columns the reader projects
-                self._logical = {spec.index: spec for spec in self.file.parquet_schema.columns}
+                self._logical = {spec.index: spec for spec in self._file._parquet_schema.columns}
         return self._logical.get(column)
 
     def __repr__(self) -> str:

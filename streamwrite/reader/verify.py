@@ -243,9 +243,9 @@ def _verify_chunk(pf: ParquetFile, i: int, spec: ColumnSpec, report: VerifyRepor
     where = f"row group {i} column {spec.name!r}"
     chunk = ((pf.thrift_metadata.row_groups or [])[i].columns or [])[spec.index]
     try:
-        decoded = pf.decode_column_chunk(i, spec)
-        meta = pf.column_metadata(i, spec.index)  # decrypted (cached) when encrypted
-        cipher = pf.chunk_decryptor(i, spec.index)
+        decoded = pf._decode_column_chunk(i, spec)
+        meta = pf._column_metadata(i, spec.index)  # decrypted (cached) when encrypted
+        cipher = pf._chunk_decryptor(i, spec.index)
     except StreamwriteError as exc:
         report.problems.append(f"{where}: {exc}")
         return
@@ -304,6 +304,6 @@ def verify_file(
         if progress is not None:
             indexes = progress(indexes, pf.num_row_groups, "row groups")
         for i in indexes:
-            for spec in pf.parquet_schema.columns:
+            for spec in pf._parquet_schema.columns:
                 _verify_chunk(pf, i, spec, report)
     return report

@@ -251,8 +251,8 @@ def test_row_groups_at_the_target_size_are_copied_raw(tmp_path: Path) -> None:
             12_000, 10_000, 10_000, 10_000, 10_000, 1000,
         ]  # fmt: skip
         for column in range(len(TABLE.schema)):  # source row group 1 is merged row group 3
-            start, size = source.chunk_range(1, source.parquet_schema.columns[column])
-            new_start, new_size = pf.chunk_range(3, pf.parquet_schema.columns[column])
+            start, size = source._chunk_range(1, source._parquet_schema.columns[column])
+            new_start, new_size = pf._chunk_range(3, pf._parquet_schema.columns[column])
             assert new_start != start and new_size == size
             assert bytes(source.read_bytes(start, size)) == bytes(pf.read_bytes(new_start, size))
     assert streamwrite.read_table(path).equals(TABLE.slice(0, 53_000))

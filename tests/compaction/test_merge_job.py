@@ -53,7 +53,7 @@ def test_row_ranges_encode_as_their_arrow_rows(tmp_path: Path, version: str) -> 
         for column, spec in enumerate(schema.columns):
             sources = []
             for index, start, stop in ranges:
-                source = pf.source_chunk(index, spec, start, stop)
+                source = pf._source_chunk(index, spec, start, stop)
                 sources.append(source)
             job = MergeChunkJob(
                 chunk_settings(spec, write_options),
@@ -107,9 +107,9 @@ def test_pool_and_inline_compaction_write_the_same_row_groups(tmp_path: Path) ->
             2000,
         ]
         for index in range(4):
-            for spec in a.parquet_schema.columns:
-                start_a, size_a = a.chunk_range(index, spec)
-                start_b, size_b = b.chunk_range(index, spec)
+            for spec in a._parquet_schema.columns:
+                start_a, size_a = a._chunk_range(index, spec)
+                start_b, size_b = b._chunk_range(index, spec)
                 assert bytes(a.read_bytes(start_a, size_a)) == bytes(b.read_bytes(start_b, size_b))
     assert streamwrite.read_table(base).equals(data)
     assert streamwrite.read_table(tmp_path / "pool").equals(data)

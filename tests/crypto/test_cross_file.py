@@ -101,17 +101,17 @@ def _layout(data: bytes) -> Layout:
     pages: dict[tuple[int, int], list[Page]] = {}
     chunks: dict[tuple[int, int], tuple[int, int]] = {}
     with ParquetFile(data, decryption=CONFIG) as pf:
-        specs = pf.parquet_schema.columns
+        specs = pf._parquet_schema.columns
         for rg in range(pf.num_row_groups):
             for spec in specs:
-                decoded = pf.decode_column_chunk(rg, spec)
+                decoded = pf._decode_column_chunk(rg, spec)
                 found = []
                 for p in decoded.pages:
                     assert p.page_type != PageType.DICTIONARY_PAGE
                     (length,) = struct.unpack_from("<I", data, p.offset)
                     found.append(Page(p.offset, 4 + length, p.size))
                 pages[(rg, spec.index)] = found
-                chunks[(rg, spec.index)] = pf.chunk_range(rg, spec)
+                chunks[(rg, spec.index)] = pf._chunk_range(rg, spec)
         metadata = pf.thrift_metadata
     return Layout(data, metadata, pages, chunks)
 
@@ -215,13 +215,13 @@ def test_page_index_module_from_the_other_file(
     assert (offset, length) == (getattr(other, offset_field), getattr(other, length_field))
     spliced = _splice(a.data, offset, b.data[offset : offset + length])
     with ParquetFile(spliced, decryption=CONFIG) as pf:
-        decryptor = pf.chunk_decryptor(1, 1)
+        decryptor = pf._chunk_decryptor(1, 1)
         assert decryptor is not None
         with pytest.raises(EncryptionError, match=f"{module_type.name} module of row group 1"):
             decryptor.decrypt(module_type, pf.read_bytes(offset, length))
         # A's own module at its place decrypts
         with ParquetFile(a.data, decryption=CONFIG) as original:
-            own = original.chunk_decryptor(1, 1)
+            own = original._chunk_decryptor(1, 1)
             assert own is not None
             own.decrypt(module_type, original.read_bytes(offset, length))
     report = verify_file(spliced, decryption=CONFIG)
@@ -237,7 +237,7 @@ def test_bloom_filter_module_from_the_other_file(
 ) -> None:
     a, b, _ = pair
     with ParquetFile(a.data, decryption=CONFIG) as pf:
-        meta = pf.column_metadata(0, 0)
+        meta = pf._column_metadata(0, 0)
     offset = meta.bloom_filter_offset
     assert offset is not None
     (header_length,) = struct.unpack_from("<I", a.data, offset)

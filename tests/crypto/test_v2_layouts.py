@@ -127,7 +127,7 @@ def _flip_last_byte_of_chunk(path: Path, column: int) -> None:
     """Flips the last byte of the first row group's chunk of ``column``: inside the last page's
     values (a GCM tag), in either layout."""
     with ParquetFile(path, decryption=_decryption()) as pf:
-        meta = pf.column_metadata(0, column)
+        meta = pf._column_metadata(0, column)
     start = meta.dictionary_page_offset or meta.data_page_offset
     assert start is not None and meta.total_compressed_size is not None
     data = bytearray(path.read_bytes())

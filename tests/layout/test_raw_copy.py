@@ -125,7 +125,7 @@ def reader(data: bytes, limit: int | None = None) -> Callable[[int, int], bytes]
 
 def footer(data: bytes) -> tuple[t.FileMetaData, ParquetSchema]:
     with ParquetFile(data) as pf:
-        return pf.thrift_metadata, pf.parquet_schema
+        return pf.thrift_metadata, pf._parquet_schema
 
 
 Piece: TypeAlias = int | pa.Table  # a source row group to copy, or rows to encode afresh
@@ -234,13 +234,13 @@ def check_chunk(new: bytes, dst: t.ColumnChunk, source: bytes, src: t.ColumnChun
 
 def check_bloom(pf: ParquetFile, i: int, spec: ColumnSpec) -> None:
     """The bloom filter of column ``spec`` in row group ``i`` holds every value of the chunk."""
-    meta = pf.column_metadata(i, spec.index)
+    meta = pf._column_metadata(i, spec.index)
     assert meta.bloom_filter_offset is not None and meta.bloom_filter_length is not None
     data = bytes(pf.read_bytes(meta.bloom_filter_offset, meta.bloom_filter_length))
     header, end = deserialize(t.BloomFilterHeader, data)
     assert end + (header.numBytes or 0) == len(data)
     bloom = SplitBlockBloomFilter.from_bitset(data[end:])
-    values = pf.decode_column_chunk(i, spec).values
+    values = pf._decode_column_chunk(i, spec).values
     assert len(values) > 0
     assert bool(np.all(bloom.check_hashes(hash_values(values, spec.physical_type))))
 

@@ -118,7 +118,7 @@ def test_pyarrow_files_of_every_type_keep_reading(options: dict[str, Any]) -> No
     data = buffer.getvalue()
     assert b"ARROW:schema" in data
     with streamwrite.ParquetFile(data) as pf:  # the check runs when the footer is read
-        flat = [spec.name for spec in pf.parquet_schema.columns]
+        flat = [spec.name for spec in pf._parquet_schema.columns]
         assert set(pf.unsupported_columns) | set(flat) == set(table.column_names)
     simple = ["bool", "i8", "u32", "string", "large_string", "ts_us", "tsz_ms", "required_i32"]
     got = streamwrite.read_table(data, columns=simple)

@@ -106,8 +106,8 @@ def _page_bodies(data: bytes) -> list[tuple[int, int]]:
     bodies = []
     with streamwrite.ParquetFile(data) as pf:
         for i in range(pf.num_row_groups):
-            for spec in pf.parquet_schema.columns:
-                for page in pf.decode_column_chunk(i, spec).pages:
+            for spec in pf._parquet_schema.columns:
+                for page in pf._decode_column_chunk(i, spec).pages:
                     header, end = deserialize(t.PageHeader, memoryview(data), page.offset)
                     assert header.compressed_page_size is not None
                     bodies.append((end, header.compressed_page_size))

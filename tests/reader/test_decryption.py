@@ -73,7 +73,7 @@ def _config(
 
 
 def _flat(pf: ParquetFile) -> list[str]:
-    return [spec.name for spec in pf.parquet_schema.columns]
+    return [spec.name for spec in pf._parquet_schema.columns]
 
 
 def _texts(exc: BaseException) -> str:
@@ -238,10 +238,10 @@ def _module_ranges(path: Path, config: DecryptionConfig) -> dict[str, list[tuple
     ranges: dict[str, list[tuple[int, int]]] = {"pages": [], "index": [], "bloom": []}
     with ParquetFile(path, decryption=config) as pf:
         for i in range(pf.num_row_groups):
-            for spec in pf.parquet_schema.columns:
-                if pf.chunk_decryptor(i, spec.index) is None:
+            for spec in pf._parquet_schema.columns:
+                if pf._chunk_decryptor(i, spec.index) is None:
                     continue
-                start, size = pf.chunk_range(i, spec)
+                start, size = pf._chunk_range(i, spec)
                 ranges["pages"].append((start, start + size))
                 chunk = (pf.thrift_metadata.row_groups or [])[i].columns or []
                 cc = chunk[spec.index]
@@ -251,7 +251,7 @@ def _module_ranges(path: Path, config: DecryptionConfig) -> dict[str, list[tuple
                 ]:
                     if off is not None and length:
                         ranges["index"].append((off, off + length))
-                meta = pf.column_metadata(i, spec.index)
+                meta = pf._column_metadata(i, spec.index)
                 if meta.bloom_filter_offset is not None and meta.bloom_filter_length:
                     off = meta.bloom_filter_offset
                     ranges["bloom"].append((off, off + meta.bloom_filter_length))
@@ -334,8 +334,8 @@ def test_swapped_pages_are_refused() -> None:
     data = (DATA / name).read_bytes()
     config = _config(name)
     with ParquetFile(data, decryption=config) as pf:
-        spec = next(s for s in pf.parquet_schema.columns if s.name == "double_field")
-        pages = [p for p in pf.decode_column_chunk(0, spec).pages if p.page_type != 2]
+        spec = next(s for s in pf._parquet_schema.columns if s.name == "double_field")
+        pages = [p for p in pf._decode_column_chunk(0, spec).pages if p.page_type != 2]
     first, second = pages[0], pages[1]
     assert first.offset + first.size == second.offset
     swapped = (

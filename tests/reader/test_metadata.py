@@ -313,3 +313,28 @@ def test_metadata_of_encrypted_files_equals_pyarrow(
             assert pf.metadata.num_rows == theirs.num_rows
             with pytest.raises(streamwrite.EncryptionError):
                 pf.metadata.row_group(0).column(0).statistics  # noqa: B018
+
+
+def test_sorting_columns_and_schema_have_pyarrows_shape(tmp_path: Path) -> None:
+    """``RowGroupMetaData.sorting_columns`` gives ``streamwrite.SortingColumn`` objects (the
+    shape of pyarrow's, and what ``write_table(sorting_columns=)`` takes), not Thrift structs;
+    ``ParquetFile.schema`` is the pyarrow-shaped schema, as ``pq.ParquetFile(...).schema``."""
+    path = tmp_path / "sorted.parquet"
+    sorting = [streamwrite.SortingColumn(1, descending=True, nulls_first=True)]
+    sorting.append(streamwrite.SortingColumn(0))
+    table = pa.table({"a": [1, 2, 3], "b": ["z", "y", None]})
+    streamwrite.write_table(table, path, sorting_columns=sorting)
+    theirs = pq.ParquetFile(path)
+    with streamwrite.ParquetFile(path) as pf:
+        ours = pf.metadata.row_group(0).sorting_columns
+        assert ours == tuple(sorting)
+        assert [(c.column_index, c.descending, c.nulls_first) for c in ours] == [
+            (c.column_index, c.descending, c.nulls_first)
+            for c in theirs.metadata.row_group(0).sorting_columns
+        ]
+        assert isinstance(pf.schema, streamwrite.ParquetSchemaView)
+        assert pf.schema.names == theirs.schema.names
+        assert [pf.schema.column(j).path for j in range(len(pf.schema))] == [
+            theirs.schema.column(j).path for j in range(len(theirs.schema))
+        ]
+        assert pf.schema.to_arrow_schema() == pf.schema_arrow
