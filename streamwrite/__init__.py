@@ -24,6 +24,7 @@ _EXPORTS = {
     "TableCommit": "streamwrite.table.api",
     "TableSnapshot": "streamwrite.table.api",
     "open_table": "streamwrite.table.api",
+    "read_snapshot": "streamwrite.table.api",
     "LiveFile": "streamwrite.live.file",
     "Snapshot": "streamwrite.live.info",
     "ParquetFile": "streamwrite.reader.file",
@@ -74,6 +75,7 @@ __all__ = [
     "UnsupportedError",
     "WorkerError",
     "open_table",
+    "read_snapshot",
     "read_table",
     "snapshot_filesystem",
     "write_table",
@@ -103,7 +105,7 @@ if TYPE_CHECKING:
     from streamwrite.options import SortingColumn
     from streamwrite.pool.process import InlineExecutor, ProcessPool, WorkerError
     from streamwrite.reader.file import ParquetFile, read_table
-    from streamwrite.table.api import Table, TableCommit, TableSnapshot, open_table
+    from streamwrite.table.api import Table, TableCommit, TableSnapshot, open_table, read_snapshot
     from streamwrite.table.snapshot_fs import snapshot_filesystem
     from streamwrite.writer import ParquetWriter, write_table
 
