@@ -70,9 +70,10 @@ class SidecarInfo:
     """The ``_pm`` sidecar: its header and newest footer."""
 
     committed_size: int
+    """Bytes of ``_pm`` that are committed."""
     feature_flags: int
-    designated_timestamp: int | None
-    """The designated timestamp column's index, or None."""
+    designated_timestamp: int
+    """The designated timestamp column's index, or -1."""
     sorting_columns: tuple[int, ...]
     bloom_columns: tuple[str, ...]
     columns: tuple[str, ...]
