@@ -228,3 +228,8 @@ def recover_live_file(
         plan.unchecked_footers,
         tuple(plan.describe()),
     )
+
+
+for _export in __all__:  # documented and pickled as streamwrite.inspect.NAME (anyio's style)
+    if getattr(globals()[_export], "__module__", None) == __name__:
+        globals()[_export].__module__ = "streamwrite.inspect"

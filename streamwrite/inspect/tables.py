@@ -408,3 +408,8 @@ def compaction_status(
             plan_partition(part.name, infos, eligible, target_rows, policy, force=not writer)
         )
     return CompactionStatus(tuple(statuses), tuple(notes), target_rows)
+
+
+for _export in __all__:  # documented and pickled as streamwrite.inspect.NAME (anyio's style)
+    if getattr(globals()[_export], "__module__", None) == __name__:
+        globals()[_export].__module__ = "streamwrite.inspect"
