@@ -190,8 +190,7 @@ def _inspect(args: argparse.Namespace) -> int:
     live = None
     if kind is inspect.PathKind.LIVE_FILE:
         live = live_json(inspect.describe_live_file(path, decryption))
-    # a live directory: its newest commit
-    info = file_json(inspect.describe_file(path, decryption=decryption))
+    info = file_json(inspect.describe_file(path, decryption=decryption))  # a live file: newest
     if live is not None:
         info = {"live": live, **info}
     if args.json:

@@ -171,3 +171,30 @@ def test_a_damaged_txn_is_a_corrupt_file(table_path: Path) -> None:
     for read in (inspect.read_table_record, inspect.describe_table, inspect.verify_table):
         with pytest.raises(CorruptFileError):
             read(table_path)
+
+
+def test_the_readme_example(table_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(table_path.parent)
+    streamwrite.write_table(reference_table(100), "trades.parquet")
+    printed: list[tuple[Any, ...]] = []
+    monkeypatch.setattr("builtins.print", lambda *args: printed.append(args))
+    # -- the README's lines, verbatim --
+    from streamwrite import inspect
+
+    assert inspect.path_kind("ticks") is inspect.PathKind.TABLE
+    record = inspect.read_table_record("ticks")  # the newest _txn, no lock taken
+    print(record.version, record.applied, record.writer_pids)  # 6 {"job": 5} ()
+    for segment in record.segments:
+        print(segment.path, segment.committed_size, segment.uncommitted_bytes)
+    report = inspect.verify_table("ticks")  # every page of every committed segment
+    assert report.ok, report.problems
+    for decision in inspect.compaction_status("ticks").partitions:
+        print(decision.partition, decision.merge, decision.reasons)
+
+    info = inspect.describe_file("trades.parquet")  # footer, schema, typed statistics
+    ts = info.row_groups[0].columns[0]
+    assert ts.metadata is not None and ts.metadata.statistics is not None
+    print(ts.column, ts.metadata.codec, ts.metadata.statistics.min)  # a numpy.datetime64
+    # -- end --
+    assert printed[0] == (record.version, {"job": 5}, ())
+    assert len(printed) == 1 + len(record.segments) + len(record.partitions) + 1
