@@ -32,6 +32,7 @@ from streamwrite.crypto.decryption import DecryptionConfig
 from streamwrite.errors import ConfigError, StreamwriteError
 from streamwrite.format import structs as t
 from streamwrite.format.txn import TXN_FILE
+from streamwrite.inspect.live import live_file_size
 from streamwrite.layout.actions import LiveFileName
 from streamwrite.reader.directory import DirectoryKind, classify_directory
 from streamwrite.reader.file import ParquetFile
@@ -347,8 +348,6 @@ class Verification:
 
 def _torn_tail(directory: Path) -> list[str]:
     """The live file's bytes past its last commit, as a problem."""
-    from streamwrite.inspect.live import live_file_size
-
     size = live_file_size(directory)
     if not size.uncommitted_bytes:
         return []
