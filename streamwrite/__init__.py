@@ -53,6 +53,7 @@ _EXPORTS: dict[str, str] = {
     "TableCommit": "streamwrite.table.api",
     "TableSnapshot": "streamwrite.table.api",
     "open_table": "streamwrite.table.api",
+    "read_snapshot": "streamwrite.table.api",
     "SnapshotFileSystem": "streamwrite.table.snapshot_fs",
     "snapshot_filesystem": "streamwrite.table.snapshot_fs",
     # compaction
@@ -94,6 +95,7 @@ __all__ = (
     "UnsupportedError",
     "WorkerError",
     "open_table",
+    "read_snapshot",
     "read_table",
     "snapshot_filesystem",
     "write_table",
@@ -126,7 +128,7 @@ if TYPE_CHECKING:
     from streamwrite.pool.executor import Executor, InlineExecutor
     from streamwrite.pool.process import ProcessPool
     from streamwrite.reader.file import ParquetFile
-    from streamwrite.table.api import Table, TableCommit, TableSnapshot, open_table
+    from streamwrite.table.api import Table, TableCommit, TableSnapshot, open_table, read_snapshot
     from streamwrite.table.snapshot_fs import SnapshotFileSystem, snapshot_filesystem
     from streamwrite.writer import ParquetWriter, write_table
 
