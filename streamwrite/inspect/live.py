@@ -16,9 +16,10 @@ from streamwrite.crypto.live_keys import LiveKeys
 from streamwrite.errors import StreamwriteError
 from streamwrite.format.sidecar.codec import read_sidecar
 from streamwrite.layout.actions import LiveFileName
+from streamwrite.layout.appender import Commit
 from streamwrite.layout.recovery import parse_footer_at
 from streamwrite.live.file import recover
-from streamwrite.live.info import Snapshot, snapshots_from_sidecar
+from streamwrite.live.info import snapshots_from_sidecar
 from streamwrite.reader.tail import committed_size
 
 __all__ = [
@@ -107,7 +108,7 @@ class LiveFileInfo:
     uncommitted_bytes: int
     """Bytes of ``data.parquet`` past the newest commit."""
     sidecar: SidecarInfo
-    snapshots: tuple[Snapshot, ...]
+    snapshots: tuple[Commit, ...]
     """Every committed version, oldest first."""
     footer_chain: tuple[FooterLink, ...]
     """The Parquet footers, newest first, down to the first commit or the first that cannot
