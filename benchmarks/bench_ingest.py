@@ -54,7 +54,6 @@ import datetime as dt
 import os
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -63,7 +62,15 @@ from typing import Any
 import anyio
 import pyarrow as pa
 import pyarrow.parquet as pq
-from _common import command_line, fmt_bytes, fmt_ratio, machine_lines, markdown_table
+from _common import (
+    MB,
+    Report,
+    bench_parser,
+    fmt_bytes,
+    fmt_ratio,
+    markdown_table,
+    verdict,
+)
 
 import streamwrite
 from streamwrite.arrow.schema import arrow_to_parquet
@@ -74,7 +81,6 @@ from streamwrite.table.api import open_table
 from streamwrite.testing import reference_table
 from streamwrite.writer import row_group_jobs
 
-MB = 1_000_000
 PLOT = Path(__file__).with_name("ingest_latency.png")
 STREAM_TARGET = 1.0  # streamwrite rows/s / ParquetWriter rows/s
 PEER_TARGET = 10.0  # streamwrite rows/s / deltalake and fastparquet rows/s
@@ -448,15 +454,21 @@ async def run_stream(args: argparse.Namespace, workdir: Path) -> list[str]:
     for record in (sw_pool.record, sw_inline.record, pipe):
         ratio = record.rows_per_second / reference
         verdicts.append(
-            f"- {record.name} rows/s >= {STREAM_TARGET}x ParquetWriter: {fmt_ratio(ratio)} -> "
-            f"{'PASS' if ratio >= STREAM_TARGET else 'FAIL'}"
+            verdict(
+                f"{record.name} rows/s >= {STREAM_TARGET}x ParquetWriter",
+                fmt_ratio(ratio),
+                ratio >= STREAM_TARGET,
+            )
         )
     best = max(sw_pool.record.rows_per_second, sw_inline.record.rows_per_second)
     for peer in (delta, fast):
         ratio = best / peer.rows_per_second
         verdicts.append(
-            f"- streamwrite (best per-batch mode) >= {PEER_TARGET:.0f}x {peer.name}: "
-            f"{fmt_ratio(ratio)} -> {'PASS' if ratio >= PEER_TARGET else 'FAIL'}"
+            verdict(
+                f"streamwrite (best per-batch mode) >= {PEER_TARGET:.0f}x {peer.name}",
+                fmt_ratio(ratio),
+                ratio >= PEER_TARGET,
+            )
         )
     return verdicts
 
@@ -634,8 +646,11 @@ async def run_bulk(args: argparse.Namespace, workdir: Path) -> list[str]:
     c2 = best_counters[names[2]]
     overhead = c2[0] / c2[2]
     return [
-        f"- bulk with 2 workers >= {BULK_TARGET}x pq.write_table: {fmt_ratio(ratio)} -> "
-        f"{'PASS' if ratio >= BULK_TARGET else 'FAIL'}",
+        verdict(
+            f"bulk with 2 workers >= {BULK_TARGET}x pq.write_table",
+            fmt_ratio(ratio),
+            ratio >= BULK_TARGET,
+        ),
         f"- pool transfer overhead < {TRANSFER_TARGET:.0%} of encode time (pool(2) bulk): "
         f"transfer {overhead:.1%} -> {'PASS' if overhead < TRANSFER_TARGET else 'FAIL'} "
         f"(transfer + receive {(c2[0] + c2[1]) / c2[2]:.1%})",
@@ -647,7 +662,7 @@ async def run_bulk(args: argparse.Namespace, workdir: Path) -> list[str]:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = bench_parser(__doc__, quick_help="50 batches, 1M bulk rows")
     parser.add_argument("--batches", type=int, default=1000, help="streaming batches")
     parser.add_argument("--rows", type=int, default=10_000, help="rows per batch")
     parser.add_argument(
@@ -659,9 +674,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--bulk-rows", type=int, default=10_000_000, help="rows of the bulk table")
     parser.add_argument("--row-group-size", type=int, default=1_000_000, help="bulk row groups")
     parser.add_argument("--repeat", type=int, default=3, help="bulk: best of N")
-    parser.add_argument("--quick", action="store_true", help="50 batches, 1M bulk rows")
     parser.add_argument("--only", choices=["stream", "bulk"], help="run one section")
-    parser.add_argument("--workdir", help="where files are written (default: a temporary dir)")
     args = parser.parse_args(argv)
     if args.quick:
         args.batches = min(args.batches, 50)
@@ -686,28 +699,22 @@ async def run(args: argparse.Namespace, workdir: Path) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    print("# streamwrite ingest benchmark\n")
-    print(f"- command: `{command_line()}`")
-    print(f"- date: {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}")
-    for line in machine_lines():
-        print(line)
-    print(
-        f"- streaming: {args.batches:,} batches of {args.rows:,} rows"
-        + (
-            f" (fastparquet, deltalake: {args.peer_batches:,})"
-            if args.peer_batches < args.batches
-            else ""
-        )
-        + f"; bulk: {args.bulk_rows:,} rows in row groups of {args.row_group_size:,}\n"
+    report = Report(
+        "ingest",
+        args,
+        [
+            f"- streaming: {args.batches:,} batches of {args.rows:,} rows"
+            + (
+                f" (fastparquet, deltalake: {args.peer_batches:,})"
+                if args.peer_batches < args.batches
+                else ""
+            )
+            + f"; bulk: {args.bulk_rows:,} rows in row groups of {args.row_group_size:,}"
+        ],
     )
-    sys.stdout.flush()
-    started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="bench_ingest_", dir=args.workdir) as tmp:
-        verdicts = anyio.run(run, args, Path(tmp))
-    print("## Targets\n")
-    print("\n".join(verdicts))
-    print(f"\nWall time of the whole run: {time.perf_counter() - started:.0f} s.")
-    return 0
+    with report.workdir() as workdir:
+        verdicts = anyio.run(run, args, workdir)
+    return report.finish(verdicts, f"\nWall time of the whole run: {report.seconds():.0f} s.")
 
 
 if __name__ == "__main__":
