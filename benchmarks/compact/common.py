@@ -1,6 +1,8 @@
 """Helpers shared by the sections of ``bench_compact.py``: building tables, fresh copies,
 layouts, timed compactions, the pyarrow merge reference and the merge-speed table."""
 
+from __future__ import annotations
+
 import os
 import shutil
 import sys

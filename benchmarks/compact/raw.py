@@ -1,5 +1,7 @@
 """Sections 2 and 3 of ``bench_compact.py``: raw copy against re-encoding (``--only raw``)."""
 
+from __future__ import annotations
+
 import argparse
 import os
 import shutil

@@ -1,6 +1,8 @@
 """Sections 1 and 3 of ``bench_compact.py``: re-encoding small commits (``--only reencode``),
 with the read/encode breakdown and the optional profile."""
 
+from __future__ import annotations
+
 import argparse
 import cProfile
 import io

@@ -1,6 +1,8 @@
 """Section 4 of ``bench_compact.py``: streaming ingest with the background compactor
 (``--only stream``)."""
 
+from __future__ import annotations
+
 import argparse
 import shutil
 import sys
