@@ -27,6 +27,7 @@ import pytest
 import streamwrite
 from streamwrite.crypto import EncryptionConfig, InMemoryKms, KeyWrapper
 from streamwrite.crypto.encryption import FileEncryption
+from streamwrite.encode import as_table
 from streamwrite.errors import (
     ConfigError,
     SchemaError,
@@ -35,7 +36,6 @@ from streamwrite.errors import (
 )
 from streamwrite.format.enums import CompressionCodec
 from streamwrite.options import SortingColumn, make_write_options
-from streamwrite.writer import as_table
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -23,12 +23,12 @@ from _common import (
 import streamwrite
 from ingest.stream import disk_usage
 from streamwrite.arrow.schema import arrow_to_parquet
+from streamwrite.encode import row_group_jobs
 from streamwrite.layout.file_writer import FileWriter
 from streamwrite.options import make_write_options
 from streamwrite.pool.process import ProcessPool
 from streamwrite.table.api import open_table
 from streamwrite.testing import reference_table
-from streamwrite.writer import row_group_jobs
 
 BULK_TARGET = 1.0  # pool(2) rows/s / pq.write_table rows/s
 TRANSFER_TARGET = 0.10  # pool transfer seconds / encode seconds

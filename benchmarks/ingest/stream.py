@@ -23,7 +23,8 @@ from _common import (
 )
 
 import streamwrite
-from streamwrite.pool.process import InlineExecutor, ProcessPool
+from streamwrite.pool.executor import InlineExecutor
+from streamwrite.pool.process import ProcessPool
 from streamwrite.table.api import open_table
 from streamwrite.testing import reference_table
 

@@ -1,4 +1,4 @@
-"""Read-only views of a live-file directory: snapshots and the ``inspect`` summary.
+"""Read-only views of a live-file directory: its committed versions and the ``inspect`` summary.
 
 Nothing here takes the writer's lock or changes a byte; the committed sizes come from ``_pm``
 (never from the filesystem), so it is safe to run while a writer appends.
@@ -6,7 +6,7 @@ Nothing here takes the writer's lock or changes a byte; the committed sizes come
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -15,23 +15,17 @@ from streamwrite.crypto.live_keys import LiveKeys
 from streamwrite.errors import StreamwriteError
 from streamwrite.format.sidecar.codec import read_row_group_block, read_sidecar
 from streamwrite.layout.actions import LiveFileName
+from streamwrite.layout.appender import Commit
 from streamwrite.layout.recovery import parse_footer_at
 
-__all__ = ["Snapshot", "describe_live", "snapshots_from_sidecar"]
+__all__ = ["describe_live", "snapshots_from_sidecar"]
 
 
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """One committed version of a live file; ``parquet_size`` pins it for readers."""
-
-    seq: int
-    parquet_size: int
-    num_rows: int
-    num_row_groups: int
-
-
-def snapshots_from_sidecar(pm_data: bytes) -> list[Snapshot]:
+def snapshots_from_sidecar(pm_data: bytes) -> list[Commit]:
     """Every committed version in a ``_pm`` file's footer chain, oldest first.
+
+    Returns:
+        One :class:`~streamwrite.Commit` per version, equal to the one its append returned.
 
     Raises:
         CorruptFileError: the ``_pm`` bytes are damaged.
@@ -47,7 +41,13 @@ def snapshots_from_sidecar(pm_data: bytes) -> list[Snapshot]:
                 rows_by_block[offset] = block.num_rows
             num_rows += rows_by_block[offset]
         result.append(
-            Snapshot(seq, footer.parquet_file_size, num_rows, len(footer.row_group_offsets))
+            Commit(
+                seq,
+                footer.parquet_file_size,
+                num_rows,
+                len(footer.row_group_offsets),
+                footer.parquet_footer_checksum,
+            )
         )
     return result
 

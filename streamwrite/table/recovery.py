@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -46,6 +45,7 @@ from typing import Any
 import anyio
 import pyarrow as pa
 
+from streamwrite.arrow.partitioning import check_timestamp_field
 from streamwrite.arrow.schema import decode_arrow_schema
 from streamwrite.crypto.encryption import FileEncryption
 from streamwrite.errors import ConfigError, CorruptFileError, StreamwriteError, StreamwriteIOError
@@ -53,25 +53,21 @@ from streamwrite.format.sidecar.codec import SidecarFooter, read_version
 from streamwrite.format.txn import (
     DATA_FILE,
     FORMAT_VERSION,
-    PENDING_DATA_FILE,
-    RETIRED_DATA_FILE,
     Segment,
     TxnRecord,
     segment_number,
 )
 from streamwrite.io.local import fsync_directory
+from streamwrite.io.segments import delete_segment, retire_segments
 from streamwrite.layout.actions import LiveFileName
-from streamwrite.layout.partitioning import check_timestamp_field, partition_name
+from streamwrite.layout.partitioning import partition_name
 from streamwrite.live.file import LiveFile
 
 __all__ = [
     "LOCK_FILE",
     "TableLock",
-    "delete_segment",
     "migrate_layout",
-    "publish_pending",
     "recover_segments",
-    "retire_segments",
     "segment_numbers",
     "sweep_retired",
 ]
@@ -106,40 +102,6 @@ class TableLock:
         if self._fd is not None:
             os.close(self._fd)  # closing releases the flock
             self._fd = None
-
-
-def delete_segment(directory: Path) -> None:
-    """Remove a segment (or partition) directory and make the removal durable."""
-    shutil.rmtree(directory, ignore_errors=True)
-    if directory.parent.exists():
-        fsync_directory(directory.parent)
-
-
-def _rename(source: Path, target: Path) -> None:
-    """Rename within one directory and make it durable."""
-    try:
-        os.rename(source, target)
-        fsync_directory(target.parent)
-    except OSError as exc:
-        raise StreamwriteIOError(
-            f"Renaming {str(source)!r} to {target.name!r} failed: {exc}."
-        ) from exc
-
-
-def publish_pending(directory: Path) -> None:
-    """Give a merged segment's data file its published name (``_data.pending`` ->
-    ``data.parquet``), durably: the step before the ``_txn`` swap that lists it."""
-    _rename(directory / PENDING_DATA_FILE, directory / DATA_FILE)
-
-
-def retire_segments(path: Path, paths: list[str]) -> None:
-    """Move the data of retired segments (``partition/segment`` of table ``path``) out of
-    every engine's reach (``data.parquet`` -> ``_data.retired``), durably; segments already
-    retired are skipped (idempotent)."""
-    for name in paths:
-        directory = path / name
-        if (directory / DATA_FILE).exists():
-            _rename(directory / DATA_FILE, directory / RETIRED_DATA_FILE)
 
 
 def migrate_layout(path: Path, record: TxnRecord) -> TxnRecord:

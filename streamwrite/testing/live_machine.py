@@ -40,7 +40,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 import streamwrite
 from streamwrite.errors import StateError, StreamwriteIOError
 from streamwrite.layout.actions import Action, LiveFileName, WriteAt
-from streamwrite.live.file import LiveFile
+from streamwrite.live.file import LiveFile, open_live_file
 from streamwrite.testing.data import assert_commit_rows, commit_rows, reference_table
 
 __all__ = ["LiveFileMachine", "is_commit_point"]
@@ -90,7 +90,7 @@ class LiveFileMachine(RuleBasedStateMachine):
         Returns:
             The open live file.
         """
-        return await LiveFile.open(self.directory, schema=self.schema, _action_hook=action_hook)
+        return await open_live_file(self.directory, schema=self.schema, action_hook=action_hook)
 
     def read(self, snapshot: int | None = None) -> pa.Table:
         """Returns: the live file's rows at its newest commit, or at the commit whose parquet
