@@ -59,6 +59,7 @@ _EXPORTS: dict[str, str] = {
     "TableCommit": "streamwrite.table.api",
     "TableSnapshot": "streamwrite.table.api",
     "open_table": "streamwrite.table.api",
+    "read_snapshot": "streamwrite.table.api",
     "SnapshotFileSystem": "streamwrite.table.snapshot_fs",
     "snapshot_filesystem": "streamwrite.table.snapshot_fs",
     # compaction
@@ -106,6 +107,7 @@ __all__ = (
     "UnsupportedError",
     "WorkerError",
     "open_table",
+    "read_snapshot",
     "read_table",
     "snapshot_filesystem",
     "write_table",
@@ -146,7 +148,7 @@ if TYPE_CHECKING:
         RowGroupMetaData,
         Statistics,
     )
-    from streamwrite.table.api import Table, TableCommit, TableSnapshot, open_table
+    from streamwrite.table.api import Table, TableCommit, TableSnapshot, open_table, read_snapshot
     from streamwrite.table.snapshot_fs import SnapshotFileSystem, snapshot_filesystem
     from streamwrite.writer import ParquetWriter, write_table
 

@@ -49,6 +49,7 @@ RANKS: dict[str, int] = {
     "table": 10,
     "skipping": 11,
     "dataset": 11,
+    "inspect": 11,
     "cli": 12,
     "spark": 12,
     "daemon": 12,
@@ -67,7 +68,13 @@ BANNED: dict[str, frozenset[str]] = {
 
 OUTER = frozenset({"cli", "spark", "daemon"})
 PUBLIC_MODULES = frozenset(
-    {"streamwrite", "streamwrite.errors", "streamwrite.crypto", "streamwrite.testing"}
+    {
+        "streamwrite",
+        "streamwrite.errors",
+        "streamwrite.crypto",
+        "streamwrite.inspect",
+        "streamwrite.testing",
+    }
 )
 """What the outer components may import of the product, besides their own package."""
 

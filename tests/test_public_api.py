@@ -97,9 +97,9 @@ KNOWN_LEAKS: dict[str, frozenset[str]] = {
         {"streamwrite.table.snapshot_fs._DataFile"}
     ),
     # The reader: its pyarrow-shaped footer views are exported, its chunk-level methods (raw
-    # copy, re-encode, verify) are the package's own (ParquetFile._chunk_range...). These two
-    # stay public only until cli/show.py and benchmarks/bench_encrypt.py (being rewritten) read
-    # pf.schema and pf.metadata.row_group(i).column(j); then they are deleted.
+    # copy, re-encode, verify, inspect) are the package's own (ParquetFile._chunk_range...).
+    # These two stay public only until benchmarks/bench_encrypt.py (lines 195, 199; not this
+    # branch's file) calls _parquet_schema / _column_metadata; then they are deleted.
     "streamwrite.ParquetFile.parquet_schema": frozenset({"streamwrite.arrow.schema.ParquetSchema"}),
     "streamwrite.ParquetFile.column_metadata": frozenset(
         {"streamwrite.format.structs.ColumnMetaData"}

@@ -15,15 +15,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from streamwrite.arrow.column import ColumnSpec
-from streamwrite.arrow.values import (
-    _INT32_MAX,
-    _INT_DTYPES,
-    _JULIAN_UNIX_EPOCH,
-    _MILLIS_PER_DAY,
-    _NANOS_PER_DAY,
-    _UNIT_PER_SECOND,
-    _resize_le,
-    _sign_fill,
+from streamwrite.arrow.units import (
+    INT32_MAX,
+    INT_DTYPES,
+    JULIAN_UNIX_EPOCH,
+    MILLIS_PER_DAY,
+    NANOS_PER_DAY,
+    UNIT_PER_SECOND,
+    resize_le,
+    sign_fill,
 )
 from streamwrite.errors import FormatError
 from streamwrite.format.enums import Type
@@ -42,7 +42,7 @@ def _decimal_from_physical(
         le = values[:, ::-1]
     else:  # INT32 / INT64
         le = values.astype("<i8").view(np.uint8).reshape(-1, 8)
-    out = _resize_le(le, width)
+    out = resize_le(le, width)
     if out is None:
         raise FormatError(
             f"Column {spec.name!r} (index {spec.index}) holds a decimal value wider than its "
@@ -65,7 +65,7 @@ def _binary_to_le_rows(values: BinaryValues) -> npt.NDArray[np.uint8]:
         data = values.data[int(values.offsets[0]) : int(values.offsets[-1])]
         out[owner, lengths[owner] - 1 - pos_in_value] = data
         top = np.maximum(lengths - 1, 0)
-        fill = np.where(lengths > 0, _sign_fill(out, top), np.uint8(0))
+        fill = np.where(lengths > 0, sign_fill(out, top), np.uint8(0))
         pad = np.arange(width)[None, :] >= lengths[:, None]
         out[pad] = np.broadcast_to(fill[:, None], out.shape)[pad]
     return out
@@ -189,7 +189,7 @@ def _values_from_physical(
     if pa.types.is_boolean(dtype):
         return values.astype(np.bool_, copy=False)
     if pa.types.is_integer(dtype):
-        target = np.dtype(_INT_DTYPES[dtype])
+        target = np.dtype(INT_DTYPES[dtype])
         if values.dtype.itemsize == target.itemsize:
             return values.view(target)
         return values.astype(target)
@@ -204,7 +204,7 @@ def _values_from_physical(
     if pa.types.is_date32(dtype):
         return values.astype(np.int32, copy=False)
     if pa.types.is_date64(dtype):
-        return values.astype(np.int64) * _MILLIS_PER_DAY
+        return values.astype(np.int64) * MILLIS_PER_DAY
     if pa.types.is_time32(dtype):
         ms = values.astype(np.int32, copy=False)
         return ms // 1000 if dtype.unit == "s" else ms
@@ -226,8 +226,8 @@ def _int96_to_timestamp(values: npt.NDArray[np.uint8], unit: str) -> npt.NDArray
     nanos_of_day = rows[:, :8].copy().view("<i8").reshape(-1).astype(np.int64)
     # The Julian day is unsigned, and the arithmetic wraps in int64, as pyarrow's.
     julian_day = rows[:, 8:].copy().view("<u4").reshape(-1).astype(np.int64)
-    nanos = (julian_day - _JULIAN_UNIX_EPOCH) * _NANOS_PER_DAY + nanos_of_day
-    return nanos // (1_000_000_000 // _UNIT_PER_SECOND[unit])
+    nanos = (julian_day - JULIAN_UNIX_EPOCH) * NANOS_PER_DAY + nanos_of_day
+    return nanos // (1_000_000_000 // UNIT_PER_SECOND[unit])
 
 
 def _build_binary(
@@ -255,7 +255,7 @@ def _build_binary(
         offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
     if not large:
-        if data.shape[0] > _INT32_MAX:
+        if data.shape[0] > INT32_MAX:
             raise FormatError(
                 f"Column {spec.name!r} (index {spec.index}) holds {data.shape[0]} bytes of "
                 f"values, more than {dtype} can address; read it as the large type."

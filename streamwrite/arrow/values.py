@@ -46,29 +46,20 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from streamwrite.arrow.column import ColumnSpec
+from streamwrite.arrow.units import (
+    INT32_MAX,
+    INT_DTYPES,
+    JULIAN_UNIX_EPOCH,
+    MILLIS_PER_DAY,
+    NANOS_PER_DAY,
+    UNIT_PER_SECOND,
+    resize_le,
+)
 from streamwrite.errors import SchemaError
 from streamwrite.format.enums import FieldRepetitionType, Type
 from workers.values import BinaryValues
 
 __all__ = ["PhysicalColumn", "decimal_size", "to_physical"]
-
-_JULIAN_UNIX_EPOCH = 2_440_588
-"""Julian day number of 1970-01-01 (INT96 timestamps count days from the Julian epoch)."""
-_NANOS_PER_DAY = 86_400_000_000_000
-_MILLIS_PER_DAY = 86_400_000
-_INT32_MAX = 2**31 - 1
-_UNIT_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
-
-_INT_DTYPES: dict[Any, type[np.generic]] = {
-    pa.int8(): np.int8,
-    pa.int16(): np.int16,
-    pa.int32(): np.int32,
-    pa.int64(): np.int64,
-    pa.uint8(): np.uint8,
-    pa.uint16(): np.uint16,
-    pa.uint32(): np.uint32,
-    pa.uint64(): np.uint64,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,7 +203,7 @@ def _values_to_physical(
     if pa.types.is_float64(dtype):
         return _compress(_fixed_view(array, np.float64), valid)
     if pa.types.is_integer(dtype):
-        ints = _compress(_fixed_view(array, _INT_DTYPES[dtype]), valid)
+        ints = _compress(_fixed_view(array, INT_DTYPES[dtype]), valid)
         if physical == Type.INT64:
             return ints.astype(np.int64, copy=False) if ints.itemsize < 8 else ints.view(np.int64)
         if ints.dtype == np.uint32:
@@ -227,7 +218,7 @@ def _values_to_physical(
         return _compress(_fixed_view(array, np.int32), valid)
     if pa.types.is_date64(dtype):
         ms = _compress(_fixed_view(array, np.int64), valid)
-        return _checked_int32(ms // _MILLIS_PER_DAY, spec)
+        return _checked_int32(ms // MILLIS_PER_DAY, spec)
     if pa.types.is_time32(dtype):
         t32 = _compress(_fixed_view(array, np.int32), valid)
         return _checked_int32(t32.astype(np.int64) * 1000, spec) if dtype.unit == "s" else t32
@@ -245,7 +236,7 @@ def _values_to_physical(
 
 
 def _checked_int32(values: npt.NDArray[np.int64], spec: ColumnSpec) -> npt.NDArray[np.int32]:
-    if values.size and (values.min() < -_INT32_MAX - 1 or values.max() > _INT32_MAX):
+    if values.size and (values.min() < -INT32_MAX - 1 or values.max() > INT32_MAX):
         raise SchemaError(
             f"Column {spec.name!r} (index {spec.index}) holds a value that overflows INT32 "
             f"after conversion to {spec.field.type}'s Parquet unit."
@@ -287,11 +278,11 @@ def _binary_to_physical(
 
 
 def _timestamp_to_int96(values: npt.NDArray[np.int64], unit: str) -> npt.NDArray[np.uint8]:
-    nanos = values * (1_000_000_000 // _UNIT_PER_SECOND[unit])
-    days, nanos_of_day = np.divmod(nanos, _NANOS_PER_DAY)
+    nanos = values * (1_000_000_000 // UNIT_PER_SECOND[unit])
+    days, nanos_of_day = np.divmod(nanos, NANOS_PER_DAY)
     out = np.empty((values.shape[0], 12), dtype=np.uint8)
     out[:, :8] = nanos_of_day.astype("<i8").view(np.uint8).reshape(-1, 8)
-    out[:, 8:] = (days + _JULIAN_UNIX_EPOCH).astype("<i4").view(np.uint8).reshape(-1, 4)
+    out[:, 8:] = (days + JULIAN_UNIX_EPOCH).astype("<i4").view(np.uint8).reshape(-1, 4)
     return out
 
 
@@ -299,33 +290,10 @@ def _timestamp_to_int96(values: npt.NDArray[np.int64], unit: str) -> npt.NDArray
 # Decimals: little-endian two's complement rows of the Arrow width <-> physical forms
 
 
-def _sign_fill(raw: npt.NDArray[np.uint8], top: npt.NDArray[np.intp] | int) -> npt.NDArray[Any]:
-    """0xFF where the byte at column ``top`` of each row has its high bit set, else 0."""
-    rows = np.arange(raw.shape[0])
-    return np.where(raw[rows, top] & 0x80, np.uint8(0xFF), np.uint8(0))
-
-
-def _resize_le(raw: npt.NDArray[np.uint8], width: int) -> npt.NDArray[np.uint8] | None:
-    """Sign-extend or truncate little-endian rows to ``width`` bytes; None if a value is lost."""
-    n, length = raw.shape
-    if length == width:
-        return raw
-    if length < width:
-        out = np.empty((n, width), dtype=np.uint8)
-        out[:, :length] = raw
-        out[:, length:] = 0 if length == 0 else _sign_fill(raw, length - 1)[:, None]
-        return out
-    if width == 0:
-        return None if raw.any() else raw[:, :0]
-    if (raw[:, width:] != _sign_fill(raw, width - 1)[:, None]).any():
-        return None
-    return raw[:, :width]
-
-
 def _limbs(raw: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint64]:
     """Little-endian rows of 4, 8, 16 or 32 bytes as (rows, limbs) uint64, sign-extended."""
     width = max(8, raw.shape[1])
-    wide = _resize_le(raw, width)
+    wide = resize_le(raw, width)
     assert wide is not None  # widening never loses a value
     return np.ascontiguousarray(wide).view("<u8").astype(np.uint64, copy=False)
 
@@ -372,7 +340,7 @@ def _decimal_to_physical(
         return limbs[:, 0].view(np.int64).astype(np.int32)
     size = spec.type_length if physical == Type.FIXED_LEN_BYTE_ARRAY else decimal_size(precision)
     assert size is not None
-    fitted = _resize_le(raw, size)
+    fitted = resize_le(raw, size)
     if fitted is None:
         raise SchemaError(
             f"Column {spec.name!r} (index {spec.index}) holds a decimal value that does not fit "

@@ -206,8 +206,8 @@ class ParquetFile:
 
     @property
     def parquet_schema(self) -> ParquetSchema:
-        """:attr:`_parquet_schema`, kept public only until ``cli/show.py`` and
-        ``benchmarks/bench_encrypt.py`` read :attr:`schema` and :attr:`metadata` instead."""
+        """:attr:`_parquet_schema`, kept public only until ``benchmarks/bench_encrypt.py``
+        calls the private name."""
         return self._schema
 
     @property
@@ -342,8 +342,8 @@ class ParquetFile:
         return meta
 
     def column_metadata(self, i: int, column: int) -> t.ColumnMetaData:
-        """:meth:`_column_metadata`, kept public only until ``cli/show.py`` and
-        ``benchmarks/bench_encrypt.py`` read ``metadata.row_group(i).column(j)`` instead."""
+        """:meth:`_column_metadata`, kept public only until ``benchmarks/bench_encrypt.py``
+        calls the private name."""
         return self._column_metadata(i, column)
 
     def _chunk_meta(self, i: int, spec: ColumnSpec) -> t.ColumnMetaData:

@@ -1,6 +1,11 @@
-"""streamwrite.testing: reference data for tests, examples and benchmarks (public API).
+"""streamwrite.testing: reference data, hypothesis strategies, reusable stateful machines.
 
-Names are imported on first access.
+Exported here (imported on first access): :func:`reference_table` and :class:`ManualClock`,
+which need nothing beyond the library. The hypothesis parts are submodules
+(``pip install 'streamwrite[testing]'``): :mod:`streamwrite.testing.strategies` (Arrow types,
+arrays, schemas, tables, record batches, write options, Parquet physical values) and
+:mod:`streamwrite.testing.live_machine` (the stateful machine of a live file with failures
+injected between its actions). The library itself never imports this package.
 """
 
 from __future__ import annotations
@@ -10,13 +15,15 @@ from types import FunctionType as _FunctionType
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS: dict[str, str] = {
+    "ManualClock": "streamwrite.testing.clock",
     "reference_table": "streamwrite.testing.data",
 }
 """Each public name and the private module that defines (or re-exports) it."""
 
-__all__ = ("reference_table",)
+__all__ = ("ManualClock", "reference_table")
 
 if TYPE_CHECKING:
+    from streamwrite.testing.clock import ManualClock
     from streamwrite.testing.data import reference_table
 
 
