@@ -60,6 +60,7 @@ _EXPORTS: dict[str, str] = {
     "CompactionPolicy": "streamwrite.options",
     "CompactionResult": "streamwrite.compaction.policy",
     "PartitionStatus": "streamwrite.layout.compaction",
+    "SegmentInfo": "streamwrite.layout.compaction",
 }
 """Each public name and the private module that defines (or re-exports) it."""
 
@@ -81,6 +82,7 @@ __all__ = (
     "ParquetFile",
     "ParquetWriter",
     "PartitionStatus",
+    "SegmentInfo",
     "ProcessPool",
     "SchemaError",
     "SnapshotFileSystem",
@@ -122,7 +124,7 @@ if TYPE_CHECKING:
         WorkerError,
     )
     from streamwrite.layout.appender import Commit
-    from streamwrite.layout.compaction import PartitionStatus
+    from streamwrite.layout.compaction import PartitionStatus, SegmentInfo
     from streamwrite.live.file import LiveFile
     from streamwrite.options import CompactionPolicy, SortingColumn
     from streamwrite.pool.executor import Executor, InlineExecutor
