@@ -66,6 +66,7 @@ _EXPORTS: dict[str, str] = {
     "CompactionPolicy": "streamwrite.options",
     "CompactionResult": "streamwrite.compaction.policy",
     "PartitionStatus": "streamwrite.layout.compaction",
+    "SegmentInfo": "streamwrite.layout.compaction",
 }
 """Each public name and the private module that defines (or re-exports) it."""
 
@@ -91,6 +92,7 @@ __all__ = (
     "ParquetSchemaView",
     "ParquetWriter",
     "PartitionStatus",
+    "SegmentInfo",
     "ProcessPool",
     "RowGroupMetaData",
     "SchemaError",
@@ -134,7 +136,7 @@ if TYPE_CHECKING:
         WorkerError,
     )
     from streamwrite.layout.appender import Commit
-    from streamwrite.layout.compaction import PartitionStatus
+    from streamwrite.layout.compaction import PartitionStatus, SegmentInfo
     from streamwrite.live.file import LiveFile
     from streamwrite.options import CompactionPolicy, SortingColumn
     from streamwrite.pool.executor import Executor, InlineExecutor

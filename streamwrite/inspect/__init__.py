@@ -13,55 +13,56 @@ inspect|verify|recover|compact --status`` print, as typed values).
     inspect.verify_table("ticks").problems
     inspect.compaction_status("ticks").partitions     # what compaction would merge, and why
 
-Every function here but :func:`recover_live_file` is read-only: it takes no lock and creates
-no file, so it runs while a writer appends to the file or table. Results are frozen
-dataclasses.
+Names are imported on first access. Every function here but :func:`recover_live_file` is
+read-only: it takes no lock and creates no file, so it runs while a writer appends to the file
+or table. Results are frozen dataclasses; a compaction decision is a
+:class:`streamwrite.PartitionStatus` (with :class:`streamwrite.SegmentInfo` per segment).
 """
 
-from streamwrite.inspect.files import (
-    ChunkMetadata,
-    ColumnChunkInfo,
-    ColumnInfo,
-    ColumnStatistics,
-    FileInfo,
-    PathKind,
-    Progress,
-    RowGroupInfo,
-    Verification,
-    describe_file,
-    path_kind,
-    verify_file,
-)
-from streamwrite.inspect.live import (
-    FooterLink,
-    LiveFileInfo,
-    LiveFileSize,
-    LiveRecovery,
-    SidecarInfo,
-    describe_live_file,
-    live_file_size,
-    recover_live_file,
-)
-from streamwrite.inspect.tables import (
-    PINS_NOTE,
-    CompactionStatus,
-    PartitionRecord,
-    PartitionStatus,
-    RetiredSegment,
-    SegmentInfo,
-    SegmentRecord,
-    SegmentState,
-    TableInfo,
-    TableRecord,
-    compaction_status,
-    describe_table,
-    is_table,
-    read_table_record,
-    verify_table,
-)
+from __future__ import annotations
 
-__all__ = [
-    "PINS_NOTE",
+from importlib import import_module as _import_module
+from types import FunctionType as _FunctionType
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, str] = {
+    "ChunkMetadata": "streamwrite.inspect.files",
+    "ColumnChunkInfo": "streamwrite.inspect.files",
+    "ColumnInfo": "streamwrite.inspect.files",
+    "ColumnStatistics": "streamwrite.inspect.files",
+    "CompactionStatus": "streamwrite.inspect.tables",
+    "FileInfo": "streamwrite.inspect.files",
+    "FooterLink": "streamwrite.inspect.live",
+    "LiveFileInfo": "streamwrite.inspect.live",
+    "LiveFileSize": "streamwrite.inspect.live",
+    "LiveRecovery": "streamwrite.inspect.live",
+    "PINS_NOTE": "streamwrite.inspect.tables",
+    "PartitionRecord": "streamwrite.inspect.tables",
+    "PathKind": "streamwrite.inspect.files",
+    "Progress": "streamwrite.inspect.files",
+    "RetiredSegment": "streamwrite.inspect.tables",
+    "RowGroupInfo": "streamwrite.inspect.files",
+    "SegmentRecord": "streamwrite.inspect.tables",
+    "SegmentState": "streamwrite.inspect.tables",
+    "SidecarInfo": "streamwrite.inspect.live",
+    "TableInfo": "streamwrite.inspect.tables",
+    "TableRecord": "streamwrite.inspect.tables",
+    "Verification": "streamwrite.inspect.files",
+    "compaction_status": "streamwrite.inspect.tables",
+    "describe_file": "streamwrite.inspect.files",
+    "describe_live_file": "streamwrite.inspect.live",
+    "describe_table": "streamwrite.inspect.tables",
+    "is_table": "streamwrite.inspect.tables",
+    "live_file_size": "streamwrite.inspect.live",
+    "path_kind": "streamwrite.inspect.files",
+    "read_table_record": "streamwrite.inspect.tables",
+    "recover_live_file": "streamwrite.inspect.live",
+    "verify_file": "streamwrite.inspect.files",
+    "verify_table": "streamwrite.inspect.tables",
+}
+"""Each public name and the private module that defines (or re-exports) it."""
+
+__all__ = (
     "ChunkMetadata",
     "ColumnChunkInfo",
     "ColumnInfo",
@@ -72,13 +73,12 @@ __all__ = [
     "LiveFileInfo",
     "LiveFileSize",
     "LiveRecovery",
+    "PINS_NOTE",
     "PartitionRecord",
-    "PartitionStatus",
     "PathKind",
     "Progress",
     "RetiredSegment",
     "RowGroupInfo",
-    "SegmentInfo",
     "SegmentRecord",
     "SegmentState",
     "SidecarInfo",
@@ -96,4 +96,67 @@ __all__ = [
     "recover_live_file",
     "verify_file",
     "verify_table",
-]
+)
+
+if TYPE_CHECKING:
+    from streamwrite.inspect.files import (
+        ChunkMetadata,
+        ColumnChunkInfo,
+        ColumnInfo,
+        ColumnStatistics,
+        FileInfo,
+        PathKind,
+        Progress,
+        RowGroupInfo,
+        Verification,
+        describe_file,
+        path_kind,
+        verify_file,
+    )
+    from streamwrite.inspect.live import (
+        FooterLink,
+        LiveFileInfo,
+        LiveFileSize,
+        LiveRecovery,
+        SidecarInfo,
+        describe_live_file,
+        live_file_size,
+        recover_live_file,
+    )
+    from streamwrite.inspect.tables import (
+        PINS_NOTE,
+        CompactionStatus,
+        PartitionRecord,
+        RetiredSegment,
+        SegmentRecord,
+        SegmentState,
+        TableInfo,
+        TableRecord,
+        compaction_status,
+        describe_table,
+        is_table,
+        read_table_record,
+        verify_table,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name on first access; a class or function defined in a private module
+    below this package reports ``__module__ == "streamwrite.inspect"`` from then on.
+
+    Raises:
+        AttributeError: ``name`` is not public.
+    """
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_import_module(module), name)
+    if isinstance(value, type | _FunctionType) and value.__module__.startswith(f"{__name__}."):
+        value.__module__ = __name__
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """Returns: the public names and the module's dunder attributes."""
+    return sorted({*__all__, *(n for n in globals() if n.startswith("__"))})
