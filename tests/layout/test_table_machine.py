@@ -31,7 +31,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
@@ -185,6 +185,8 @@ class TableMachineTest(RuleBasedStateMachine):
         self.pending: dict[str, list[int]] = {}  # rows buffered, not cut
         self.encoded: dict[str, list[tuple[str, list[int]]]] = {}  # (segment, rows), in order
         self.closed: set[tuple[str, str]] = set()  # segments whose live file the shell closed
+        self.recover_at: int | None = None
+        """Where recovery fails after a commit fails (drawn with the commit's failure)."""
         self.queue: list[
             tuple[TableUnit, dict[str, list[tuple[str, list[int]]]], dict[str, list[int]]]
         ] = []
@@ -211,6 +213,7 @@ class TableMachineTest(RuleBasedStateMachine):
             name = machine.allocate_segment(partition)
             create_segment(self.root / partition / name)
             old, close_now = machine.roll_over(partition, name)
+            event("a segment rolled over" if old is not None else "a segment was created")
             if old is not None and close_now:
                 self.closed.add((partition, old))  # the shell closes its live file now
             elif old is not None:
@@ -260,7 +263,10 @@ class TableMachineTest(RuleBasedStateMachine):
         unit, encoded, rows = self.queue.pop(0)
         if not unit.segments:
             return True
-        self.executor.fail_at = None if fail_at is None else self.executor.steps + fail_at
+        num_steps = 2 * len(unit.segments) + len(publish_txn(machine.record))
+        self.executor.fail_at = (
+            None if fail_at is None else self.executor.steps + fail_at % num_steps
+        )
         self.executor.ran = []
         try:
             for action in machine.begin_commit(unit):
@@ -290,8 +296,12 @@ class TableMachineTest(RuleBasedStateMachine):
             with pytest.raises(StateError):
                 machine.take_unit(None, None, self.now)
             if any(isinstance(a, Rename) and a.target == TXN_FILE for a in self.executor.ran):
-                self._adopt(unit, rows)  # the failure came after the commit point
+                event("a commit failed after its commit point")
+                self._adopt(unit, rows)
+            else:
+                event("a commit failed before its commit point")
             self.queue = []
+            self._reopen(self.recover_at)  # the crash: restart and recover
             return False
         finally:
             self.executor.fail_at = None
@@ -312,17 +322,17 @@ class TableMachineTest(RuleBasedStateMachine):
         self._take(app_id, batch_id)
         self._commit_all(fail_at)
 
-    @precondition(lambda self: self.machine.state is TableState.OPEN)
     @rule(
         counts=st.lists(st.integers(0, 5), min_size=3, max_size=3),
         fail_at=st.none() | st.integers(0, 14),
+        recover_at=st.none() | st.integers(0, 8),
     )
-    def append(self, counts: list[int], fail_at: int | None) -> None:
+    def append(self, counts: list[int], fail_at: int | None, recover_at: int | None) -> None:
+        self.recover_at = recover_at
         self._buffer(counts)
         if self.machine.commit_due(self.now):
             self._commit_unit(None, None, fail_at)
 
-    @precondition(lambda self: self.machine.state is TableState.OPEN)
     @rule(counts=st.lists(st.integers(0, 5), min_size=3, max_size=3))
     def append_queued(self, counts: list[int]) -> None:
         """A commit is due but the committer is busy: the unit waits in its queue."""
@@ -330,24 +340,26 @@ class TableMachineTest(RuleBasedStateMachine):
         if self.machine.commit_due(self.now):
             self._take(None, None)
 
-    @precondition(lambda self: self.machine.state is TableState.OPEN and self.queue)
-    @rule(fail_at=st.none() | st.integers(0, 14))
-    def commit_queued(self, fail_at: int | None) -> None:
+    @precondition(lambda self: bool(self.queue))
+    @rule(fail_at=st.none() | st.integers(0, 14), recover_at=st.none() | st.integers(0, 8))
+    def commit_queued(self, fail_at: int | None, recover_at: int | None) -> None:
+        self.recover_at = recover_at
         self._commit_next(fail_at)
 
-    @precondition(lambda self: self.machine.state is TableState.OPEN)
     @rule(
         counts=st.lists(st.integers(0, 5), min_size=3, max_size=3),
         fail_at=st.none() | st.integers(0, 14),
+        recover_at=st.none() | st.integers(0, 8),
     )
-    def append_batch(self, counts: list[int], fail_at: int | None) -> None:
+    def append_batch(self, counts: list[int], fail_at: int | None, recover_at: int | None) -> None:
+        self.recover_at = recover_at
         batch_id = self.next_batch
         assert self.machine.decide_batch(APP, batch_id) is BatchDecision.NEW
         self.next_batch += 1
         self._buffer(counts)
         self._commit_unit(APP, batch_id, fail_at)
 
-    @precondition(lambda self: self.machine.state is TableState.OPEN and self.applied is not None)
+    @precondition(lambda self: self.applied is not None)
     @rule(back=st.integers(0, 3))
     def replay_batch(self, back: int) -> None:
         assert self.applied is not None
@@ -355,17 +367,21 @@ class TableMachineTest(RuleBasedStateMachine):
         expected = BatchDecision.REPLAY if batch_id == self.applied else BatchDecision.STALE
         assert self.machine.decide_batch(APP, batch_id) is expected
 
-    @precondition(lambda self: self.machine.state is TableState.OPEN)
-    @rule(seconds=st.sampled_from([0.5, 2.0, 6.0]), fail_at=st.none() | st.integers(0, 14))
-    def clock(self, seconds: float, fail_at: int | None) -> None:
+    @rule(
+        seconds=st.sampled_from([0.5, 2.0, 6.0]),
+        fail_at=st.none() | st.integers(0, 14),
+        recover_at=st.none() | st.integers(0, 8),
+    )
+    def clock(self, seconds: float, fail_at: int | None, recover_at: int | None) -> None:
+        self.recover_at = recover_at
         self.now += seconds
         if self.machine.commit_due(self.now):
             assert self.machine.buffered_rows
             self._commit_unit(None, None, fail_at)
 
-    @precondition(lambda self: self.machine.state is TableState.OPEN)
-    @rule(fail_at=st.none() | st.integers(0, 14))
-    def flush(self, fail_at: int | None) -> None:
+    @rule(fail_at=st.none() | st.integers(0, 14), recover_at=st.none() | st.integers(0, 8))
+    def flush(self, fail_at: int | None, recover_at: int | None) -> None:
+        self.recover_at = recover_at
         if self.machine.buffered_rows:
             self._take(None, None)
         self._commit_all(fail_at)
@@ -376,6 +392,8 @@ class TableMachineTest(RuleBasedStateMachine):
         record = decode_txn((self.root / TXN_FILE).read_bytes())
         actions = plan_recovery(record, scan(self.root), str(self.root))
         for action in actions:
+            event(f"recovery: {type(action).__name__}")
+        for action in actions:
             self.executor.run(action)
         verify_recovery(record, scan(self.root), str(self.root))
         return record
@@ -384,12 +402,16 @@ class TableMachineTest(RuleBasedStateMachine):
     def reopen(self, fail_at: int | None) -> None:
         """A crash (buffered rows are lost), then recovery; a failure inside recovery stops
         it, and the next recovery finishes the job."""
+        self._reopen(fail_at)
+
+    def _reopen(self, fail_at: int | None) -> None:
         self.machine.close()
         self.pending, self.encoded, self.closed, self.queue = {}, {}, set(), []
         self.executor.fail_at = None if fail_at is None else self.executor.steps + fail_at
         try:
             record = self._recover()
         except InjectedError:
+            event("recovery failed and ran again")
             record = self._recover()
         self.executor.fail_at = None
         assert plan_recovery(record, scan(self.root)) == ()  # recovered: nothing left to do
@@ -407,6 +429,7 @@ class TableMachineTest(RuleBasedStateMachine):
 
     @invariant()
     def committed_rows_are_there_once(self) -> None:
+        assert self.machine.state is TableState.OPEN  # a failure is followed by a reopen
         record = decode_txn((self.root / TXN_FILE).read_bytes())
         assert read_rows(self.root, record) == self.committed
         for partition, segments in record.partitions.items():
