@@ -36,6 +36,8 @@ open live files; this machine holds the counts and names and decides. Time is an
     batch ids     decide_batch(app_id, batch_id)       NEW | REPLAY | STALE against the
                                                        published _txn (layout/batch_ids.py)
 
+    migration     plan_migration(record, names, ...)   format 2 -> 3: rename partition
+                                                       directories, fsync, publish _txn
     recovery      plan_recovery(record, listing)       raises CorruptFileError before any action
                                                        for damage; else the actions: retire
                                                        renames, RemoveTree of what _txn never
@@ -85,6 +87,7 @@ __all__ = [
     "TableState",
     "TableUnit",
     "next_segment_numbers",
+    "plan_migration",
     "plan_recovery",
     "publish_txn",
     "verify_recovery",
@@ -457,6 +460,41 @@ class TableMachine:
 
 
 # -- recovery ---------------------------------------------------------------------------------
+
+
+def plan_migration(
+    record: TxnRecord, names: Mapping[str, str], existing: frozenset[str], table: str = "."
+) -> tuple[TxnRecord, tuple[TableAction, ...]]:
+    """The migration of a format-2 table to format 3 (``streamwrite.table.recovery`` states
+    its crash rules): rename each partition directory (``names``: old -> new) still under its
+    old name, fsync the table directory, publish the renamed record (the commit point).
+
+    Args:
+        record: the format-2 record.
+        names: each partition's new name.
+        existing: the directory names in the table directory now.
+        table: names the table directory in error messages.
+
+    Returns:
+        The record to publish and the actions (the last of them publish it).
+
+    Raises:
+        CorruptFileError: a partition is there under both names (before any action).
+    """
+    actions: list[TableAction] = []
+    for old, new in sorted(names.items()):
+        if old == new:
+            continue
+        if old in existing and new in existing:
+            raise CorruptFileError(
+                f"The partition {old!r} of {table!r} is there under both its old name and "
+                f"its new one {new!r}; move the segments of one into the other by hand.",
+                0,
+            )
+        if old in existing:
+            actions.append(Rename(old, new))
+    migrated = record.renamed(names)
+    return migrated, (*actions, FsyncDirectory("."), *publish_txn(migrated))
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,7 +60,12 @@ from streamwrite.format.txn import (
 from streamwrite.io.local import fsync_directory
 from streamwrite.layout.actions import RecoverSegment, TableAction
 from streamwrite.layout.partitioning import check_timestamp_field, partition_name
-from streamwrite.layout.table import next_segment_numbers, plan_recovery, verify_recovery
+from streamwrite.layout.table import (
+    next_segment_numbers,
+    plan_migration,
+    plan_recovery,
+    verify_recovery,
+)
 from streamwrite.live.file import LiveFile
 from streamwrite.table.execute import run_file_actions, scan_table
 
@@ -171,28 +176,9 @@ def migrate_layout(path: Path, record: TxnRecord) -> TxnRecord:
     names = {
         old: partition_name(record.timestamp, record.partition_by, old) for old in record.partitions
     }
-    for old, new in sorted(names.items()):
-        if old == new:
-            continue
-        source, target = path / old, path / new
-        if source.exists() and target.exists():
-            raise CorruptFileError(
-                f"The partition {old!r} of {str(path)!r} is there under both its old name and "
-                f"its new one {new!r}; move the segments of one into the other by hand.",
-                0,
-            )
-        if source.exists():
-            try:
-                os.rename(source, target)
-            except OSError as exc:
-                raise StreamwriteIOError(
-                    f"Renaming the partition {str(source)!r} to {new!r} failed: {exc}."
-                ) from exc
-    fsync_directory(path)
-    from streamwrite.table.state import write_txn  # it imports compaction, which imports us
-
-    migrated = record.renamed(names)
-    write_txn(path, migrated)
+    existing = frozenset(entry.name for entry in path.iterdir())
+    migrated, actions = plan_migration(record, names, existing, str(path))
+    run_file_actions(path, actions)
     return migrated
 
 

@@ -56,6 +56,7 @@ from streamwrite.layout.table import (
     TableState,
     TableUnit,
     next_segment_numbers,
+    plan_migration,
     plan_recovery,
     publish_txn,
     verify_recovery,
@@ -649,3 +650,25 @@ def test_next_segment_numbers_cover_record_retired_and_disk() -> None:
     assert next_segment_numbers(record) == {DAY: 4, "ts_day=2026-11-21": 8}
     on_disk = {DAY: ("seg-000009", "_junk", "seg-x")}
     assert next_segment_numbers(record, on_disk) == {DAY: 10, "ts_day=2026-11-21": 8}
+
+
+def test_plan_migration_renames_what_is_left_then_publishes() -> None:
+    record = TxnRecord(
+        version=4,
+        timestamp="ts",
+        partition_by="day",
+        partitions={"2026-11-21": (), "2026-11-22": ()},
+        format_version=2,
+    )
+    names = {"2026-11-21": "ts_day=2026-11-21", "2026-11-22": "ts_day=2026-11-22"}
+    existing = frozenset({"2026-11-21", "ts_day=2026-11-22", "_txn"})  # one done before a crash
+    migrated, actions = plan_migration(record, names, existing)
+    assert migrated.version == 5 and migrated.format_version == 3
+    assert set(migrated.partitions) == set(names.values())
+    assert actions == (
+        Rename("2026-11-21", "ts_day=2026-11-21"),
+        FsyncDirectory("."),
+        *publish_txn(migrated),
+    )
+    with pytest.raises(CorruptFileError, match="under both its old name and its new one"):
+        plan_migration(record, names, existing | {"2026-11-22"}, "t")
