@@ -119,3 +119,22 @@ async def _append_the_failed_batch_again(path: Path) -> None:
 def _copy(source: Path, target: Path) -> None:
     shutil.copytree(source, target)
     (target / "_lock").unlink(missing_ok=True)
+
+
+def test_a_listed_segment_gone_is_refused_before_recovery_changes_anything(
+    tmp_path: Path,
+) -> None:
+    """Damage (a segment ``_txn`` lists is gone) raises CorruptFileError naming it, and the
+    open changes nothing: the rollback and deletions recovery would do are left undone."""
+    path = tmp_path / "t"
+    _run(_build, path)
+    published = decode_txn((path / TXN_FILE).read_bytes())
+    plan = plan_recovery(published, scan_table(path, published))
+    partition, segments = next(iter(published.partitions.items()))
+    shutil.rmtree(path / partition / segments[0].name)
+    before = sorted((p.relative_to(path), p.stat().st_size) for p in path.rglob("*") if p.is_file())
+    with pytest.raises(streamwrite.CorruptFileError, match=f"{segments[0].name}.*is missing"):
+        _run(_reopen_and_close, path)
+    after = sorted((p.relative_to(path), p.stat().st_size) for p in path.rglob("*") if p.is_file())
+    assert after == before
+    assert any(isinstance(action, RemoveTree) for action in plan)  # there was work it left
