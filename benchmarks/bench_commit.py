@@ -29,12 +29,9 @@ of every ``os.fsync`` (all writers). Run from the repository root::
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -43,7 +40,15 @@ from typing import Any
 import anyio
 import pyarrow as pa
 import pyarrow.parquet as pq
-from _common import command_line, fmt_bytes, fmt_ratio, machine_lines, markdown_table
+from _common import (
+    MB,
+    Report,
+    bench_parser,
+    fmt_bytes,
+    fmt_ratio,
+    markdown_table,
+    verdict,
+)
 
 import streamwrite.live.file
 from streamwrite.format.sidecar.codec import read_sidecar
@@ -52,7 +57,6 @@ from streamwrite.layout.file_writer import FileWriter
 from streamwrite.live.file import LiveFile
 from streamwrite.testing import reference_table
 
-MB = 1_000_000
 CHECKPOINTS = (1, 10, 100, 250, 500, 750, 1000)
 WINDOW = 10  # commits averaged around a checkpoint
 FOOTER_BYTES_PER_ROW_GROUP = 740  # DESIGN section 4
@@ -336,7 +340,7 @@ def growth_table(run: StreamwriteRun) -> str:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = bench_parser(__doc__, quick_help="50 commits, for a smoke run")
     parser.add_argument("--commits", type=int, default=1000, help="commits per writer")
     parser.add_argument("--rows", type=int, default=10_000, help="rows per commit")
     parser.add_argument(
@@ -345,9 +349,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         help="commits for fastparquet (default: --commits; 0 skips it)",
     )
-    parser.add_argument("--quick", action="store_true", help="50 commits, for a smoke run")
-    parser.add_argument("--workdir", help="where files are written (default: a temporary dir)")
-    parser.add_argument("--json", help="also write every per-commit figure to this JSON file")
     args = parser.parse_args(argv)
     if args.quick:
         args.commits = min(args.commits, 50)
@@ -357,7 +358,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-async def run(args: argparse.Namespace, workdir: Path) -> list[str]:
+async def run(args: argparse.Namespace, workdir: Path, data: dict[str, Any]) -> list[str]:
+    """Both sections; ``data`` receives every per-commit figure (``--json``).
+
+    Returns:
+        The verdicts.
+    """
     start = time.perf_counter()
     table = reference_table(args.commits * args.rows)
     batches = [table.slice(i * args.rows, args.rows) for i in range(args.commits)]
@@ -440,17 +446,15 @@ async def run(args: argparse.Namespace, workdir: Path) -> list[str]:
         f"latency and phase times are means over the {WINDOW} commits around each checkpoint.\n"
     )
 
-    if args.json:
-        dump = {
-            r.name: {"latency": r.latency, "phases": r.phases, "rows": r.rows} for r, _ in records
-        }
-        dump["growth"] = {
-            "parquet_size": ours.sizes,
-            "row_groups": ours.row_groups,
-            "footer_bytes": ours.footer_bytes,
-            "dead_bytes": ours.dead_sum,
-        }
-        Path(args.json).write_text(json.dumps(dump))
+    data.update(
+        {r.name: {"latency": r.latency, "phases": r.phases, "rows": r.rows} for r, _ in records}
+    )
+    data["growth"] = {
+        "parquet_size": ours.sizes,
+        "row_groups": ours.row_groups,
+        "footer_bytes": ours.footer_bytes,
+        "dead_bytes": ours.dead_sum,
+    }
 
     lat = ours.record.latency
     p99 = _quantile(lat, 0.99) * 1000
@@ -458,37 +462,36 @@ async def run(args: argparse.Namespace, workdir: Path) -> list[str]:
     flat = statistics.fmean(cpu[-WINDOW:]) / statistics.fmean(cpu[:WINDOW])
     speed = (ours.record.rows / sum(lat)) / (pa_record.rows / sum(pa_record.latency))
     return [
-        f"- commit latency p99 <= {P99_TARGET_MS:.0f} ms: {p99:.2f} ms -> "
-        f"{'PASS' if p99 <= P99_TARGET_MS else 'FAIL'}",
-        f"- footer CPU flat (last {WINDOW} / first {WINDOW} commits <= {FLAT_TARGET}x): "
-        f"{fmt_ratio(flat)} -> {'PASS' if flat <= FLAT_TARGET else 'FAIL'}",
-        f"- rows/s >= pyarrow one-file-per-batch: {fmt_ratio(speed)} -> "
-        f"{'PASS' if speed >= SPEED_TARGET else 'FAIL'}",
+        verdict(
+            f"commit latency p99 <= {P99_TARGET_MS:.0f} ms", f"{p99:.2f} ms", p99 <= P99_TARGET_MS
+        ),
+        verdict(
+            f"footer CPU flat (last {WINDOW} / first {WINDOW} commits <= {FLAT_TARGET}x)",
+            fmt_ratio(flat),
+            flat <= FLAT_TARGET,
+        ),
+        verdict("rows/s >= pyarrow one-file-per-batch", fmt_ratio(speed), speed >= SPEED_TARGET),
     ]
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    print("# streamwrite commit benchmark\n")
-    print(f"- command: `{command_line()}`")
-    print(f"- date: {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}")
-    for line in machine_lines():
-        print(line)
-    print(
-        f"- {args.commits:,} commits of {args.rows:,} rows per writer"
-        + (
-            f" (fastparquet: {args.fastparquet_commits:,})"
-            if args.fastparquet_commits != args.commits
-            else ""
-        )
-        + "; one run, not best-of: latency percentiles are the point\n"
+    report = Report(
+        "commit",
+        args,
+        [
+            f"- {args.commits:,} commits of {args.rows:,} rows per writer"
+            + (
+                f" (fastparquet: {args.fastparquet_commits:,})"
+                if args.fastparquet_commits != args.commits
+                else ""
+            )
+            + "; one run, not best-of: latency percentiles are the point"
+        ],
     )
-    sys.stdout.flush()
-    with tempfile.TemporaryDirectory(prefix="bench_commit_", dir=args.workdir) as tmp:
-        verdicts = anyio.run(run, args, Path(tmp))
-    print("## Targets\n")
-    print("\n".join(verdicts))
-    return 0
+    with report.workdir() as workdir:
+        verdicts = anyio.run(run, args, workdir, report.data)
+    return report.finish(verdicts)
 
 
 if __name__ == "__main__":

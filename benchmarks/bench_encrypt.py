@@ -41,8 +41,6 @@ import argparse
 import datetime as dt
 import functools
 import struct
-import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,7 +50,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pyarrow.parquet.encryption as pe
-from _common import best_of, command_line, fmt_bytes, machine_lines, markdown_table
+from _common import (
+    MB,
+    Report,
+    bench_parser,
+    best_of,
+    fmt_bytes,
+    markdown_table,
+)
 
 import streamwrite
 from streamwrite.crypto import EncryptionConfig, InMemoryKms, KekCache, KeyWrapper
@@ -60,7 +65,6 @@ from streamwrite.crypto.decryption import DecryptionConfig
 from streamwrite.crypto.encryption import FileEncryption
 from streamwrite.testing import reference_table
 
-MB = 1_000_000
 MASTER_KEYS = {"kf": b"FOOTERMASTERKEY!", "kc": b"COLUMNMASTERKEY!COLUMNMASTERKEY!"}
 COLUMN_KEY_COLUMNS = ("order_id", "price")
 CACHE_LIFETIME_SECONDS = 600.0
@@ -341,11 +345,9 @@ def bench(table: pa.Table, repeat: int, workdir: Path) -> tuple[str, list[str]]:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = bench_parser(__doc__)
     parser.add_argument("--rows", type=int, default=2_000_000, help="rows of the reference table")
     parser.add_argument("--repeat", type=int, default=5, help="best of N runs")
-    parser.add_argument("--quick", action="store_true", help="small sizes for a smoke run")
-    parser.add_argument("--workdir", help="where files are written (default: a temporary dir)")
     args = parser.parse_args(argv)
     if args.quick:
         args.rows = min(args.rows, 100_000)
@@ -355,25 +357,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    print("# streamwrite encryption benchmark\n")
-    print(f"- command: `{command_line()}`")
-    print(f"- date: {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}")
-    for line in machine_lines():
-        print(line)
-    print(f"- every time is the best of {args.repeat} run(s); the writers run round-robin\n")
-    sys.stdout.flush()
+    report = Report(
+        "encryption",
+        args,
+        [f"- every time is the best of {args.repeat} run(s); the writers run round-robin"],
+    )
     start = time.perf_counter()
     table = reference_table(args.rows)
     print(
         f"Reference table: {table.num_rows:,} rows, {table.nbytes / MB:,.0f} MB of Arrow buffers "
         f"(built in {time.perf_counter() - start:.1f} s, not timed below).\n"
     )
-    with tempfile.TemporaryDirectory(prefix="bench_encrypt_", dir=args.workdir) as tmp:
-        text, verdicts = bench(table, args.repeat, Path(tmp))
+    with report.workdir() as workdir:
+        text, verdicts = bench(table, args.repeat, workdir)
     print(text + "\n")
-    print("## Targets\n")
-    print("\n".join(verdicts))
-    return 0
+    return report.finish(verdicts)
 
 
 if __name__ == "__main__":

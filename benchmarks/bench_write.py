@@ -25,13 +25,11 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import datetime as dt
 import io
 import json
 import pstats
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,15 +39,17 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 from _common import (
+    MB,
+    Report,
+    bench_parser,
     best_of,
-    command_line,
     current_rss_size,
     fmt_bytes,
     fmt_ratio,
-    machine_lines,
     markdown_table,
     peak_rss_reset,
     peak_rss_size,
+    verdict,
 )
 
 import streamwrite
@@ -64,7 +64,6 @@ from workers.encoding.dictionary import dictionary_encode, encode_dictionary_ind
 from workers.encoding.plain import encode_plain
 from workers.encoding.rle_hybrid import encode_boolean_rle
 
-MB = 1_000_000
 DICTIONARY = "dictionary"
 SECTIONS = ("file", "kernels", "memory")
 
@@ -504,11 +503,10 @@ def profile_write(table: pa.Table, workdir: Path, top: int) -> str:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = bench_parser(__doc__)
     parser.add_argument("--rows", type=int, default=10_000_000, help="whole-file rows")
     parser.add_argument("--repeat", type=int, default=3, help="best of N runs")
     parser.add_argument("--kernel-rows", type=int, default=1_000_000, help="per-kernel rows")
-    parser.add_argument("--quick", action="store_true", help="small sizes for a smoke run")
     parser.add_argument(
         "--only", choices=SECTIONS, action="append", help="run only these sections (repeatable)"
     )
@@ -519,7 +517,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=0,
         help="also cProfile one default streamwrite write and print the TOP lines",
     )
-    parser.add_argument("--workdir", help="where files are written (default: a temporary dir)")
     parser.add_argument("--memory-child", choices=list(WRITERS), help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -536,17 +533,13 @@ def main(argv: list[str] | None = None) -> int:
         memory_child(args.memory_child, args.rows, args.out)
         return 0
     sections = args.only or list(SECTIONS)
-    print("# streamwrite write benchmark\n")
-    print(f"- command: `{command_line()}`")
-    print(f"- date: {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}")
-    for line in machine_lines():
-        print(line)
-    print(f"- every time is the best of {args.repeat} run(s); the writers run round-robin\n")
-    sys.stdout.flush()
-
-    with tempfile.TemporaryDirectory(prefix="bench_write_", dir=args.workdir) as tmp:
-        workdir = Path(tmp)
-        verdicts = []
+    report = Report(
+        "write",
+        args,
+        [f"- every time is the best of {args.repeat} run(s); the writers run round-robin"],
+    )
+    verdicts: list[str] = []
+    with report.workdir() as workdir:
         if "file" in sections or args.profile:
             start = time.perf_counter()
             table = reference_table(args.rows)
@@ -558,15 +551,20 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"## 1. Whole file ({table.num_rows:,} rows, one process)\n")
                 text, summary = bench_file(table, args.repeat, workdir)
                 print(text + "\n")
+                report.data["file"] = summary
                 verdicts.append(
-                    f"- whole-file rows/s >= {FILE_SPEED_TARGET}x pyarrow: "
-                    f"{fmt_ratio(summary['speed_ratio'])} -> "
-                    f"{'PASS' if summary['speed_ratio'] >= FILE_SPEED_TARGET else 'FAIL'}"
+                    verdict(
+                        f"whole-file rows/s >= {FILE_SPEED_TARGET}x pyarrow",
+                        fmt_ratio(summary["speed_ratio"]),
+                        summary["speed_ratio"] >= FILE_SPEED_TARGET,
+                    )
                 )
                 verdicts.append(
-                    f"- default file <= pyarrow's default zstd file: "
-                    f"{fmt_ratio(summary['size_ratio'])} -> "
-                    f"{'PASS' if summary['size_ratio'] <= FILE_SIZE_TARGET else 'FAIL'}"
+                    verdict(
+                        "default file <= pyarrow's default zstd file",
+                        fmt_ratio(summary["size_ratio"]),
+                        summary["size_ratio"] <= FILE_SIZE_TARGET,
+                    )
                 )
                 sys.stdout.flush()
             if args.profile:
@@ -590,10 +588,7 @@ def main(argv: list[str] | None = None) -> int:
         if "memory" in sections:
             print(f"## 3. Memory ({args.rows:,} rows, default options)\n")
             print(bench_memory(args.rows, workdir) + "\n")
-        if verdicts:
-            print("## Targets\n")
-            print("\n".join(verdicts))
-    return 0
+    return report.finish(verdicts)
 
 
 if __name__ == "__main__":

@@ -27,8 +27,8 @@ import duckdb
 import pyarrow.dataset as ds
 
 import streamwrite
-from streamwrite.pool.process import ProcessPool
-from streamwrite.table.api import TableSnapshot, open_table, read_snapshot
+from streamwrite import ProcessPool, TableSnapshot, open_table
+from streamwrite.table.api import read_snapshot
 from streamwrite.testing import reference_table
 
 BATCH_ROWS = 20_000

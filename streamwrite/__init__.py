@@ -1,37 +1,24 @@
 """streamwrite: streaming Parquet ingest into live files every reader can read.
 
-The public names are re-exported lazily, so that a worker process importing
-``streamwrite.format`` does not load pyarrow readers or the async stack.
+The public API is the names of :data:`__all__` (plus the public subpackages
+``streamwrite.crypto``, ``streamwrite.spark`` and ``streamwrite.testing``); every other module
+is private. The names are re-exported lazily from the private modules that define them, so that
+a worker process importing ``streamwrite.format`` loads neither pyarrow nor the async stack. On
+first access each one is given ``__module__ == "streamwrite"`` (as anyio does), so reprs,
+tracebacks and pickles name ``streamwrite.LiveFile``, never a private module; pickles resolve
+through this module and so keep working, in a pool worker too.
 """
 
 from __future__ import annotations
 
-from importlib import import_module
+from importlib import import_module as _import_module
+from types import FunctionType as _FunctionType
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-_EXPORTS = {
-    "Commit": "streamwrite.layout.appender",
-    "DecryptionConfig": "streamwrite.crypto.decryption",
-    "EncryptionError": "streamwrite.errors",
-    "FileEncryption": "streamwrite.crypto.encryption",
-    "InlineExecutor": "streamwrite.pool.process",
-    "ProcessPool": "streamwrite.pool.process",
-    "WorkerError": "streamwrite.pool.process",
-    "CompactionPolicy": "streamwrite.compaction.policy",
-    "Table": "streamwrite.table.api",
-    "TableCommit": "streamwrite.table.api",
-    "TableSnapshot": "streamwrite.table.api",
-    "open_table": "streamwrite.table.api",
-    "LiveFile": "streamwrite.live.file",
-    "Snapshot": "streamwrite.live.info",
-    "ParquetFile": "streamwrite.reader.file",
-    "read_table": "streamwrite.reader.file",
-    "ParquetWriter": "streamwrite.writer",
-    "write_table": "streamwrite.writer",
-    "snapshot_filesystem": "streamwrite.table.snapshot_fs",
-    "SortingColumn": "streamwrite.options",
+_EXPORTS: dict[str, str] = {
+    # errors (the one hierarchy)
     "StreamwriteError": "streamwrite.errors",
     "ConfigError": "streamwrite.errors",
     "SchemaError": "streamwrite.errors",
@@ -40,19 +27,52 @@ _EXPORTS = {
     "CorruptFileError": "streamwrite.errors",
     "ChecksumError": "streamwrite.errors",
     "LimitError": "streamwrite.errors",
+    "EncryptionError": "streamwrite.errors",
     "StreamwriteIOError": "streamwrite.errors",
     "StateError": "streamwrite.errors",
     "StaleBatchError": "streamwrite.errors",
+    "WorkerError": "streamwrite.errors",
+    # plain files
+    "ParquetFile": "streamwrite.reader.file",
+    "ParquetWriter": "streamwrite.writer",
+    "SortingColumn": "streamwrite.options",
+    "read_table": "streamwrite.dataset",
+    "write_table": "streamwrite.writer",
+    # encryption
+    "DecryptionConfig": "streamwrite.crypto.decryption",
+    "FileEncryption": "streamwrite.crypto.encryption",
+    # live files
+    "Commit": "streamwrite.layout.appender",
+    "LiveFile": "streamwrite.live.file",
+    # executors
+    "Executor": "streamwrite.pool.executor",
+    "InlineExecutor": "streamwrite.pool.executor",
+    "ProcessPool": "streamwrite.pool.process",
+    # tables
+    "Table": "streamwrite.table.api",
+    "TableCommit": "streamwrite.table.api",
+    "TableSnapshot": "streamwrite.table.api",
+    "open_table": "streamwrite.table.api",
+    "read_snapshot": "streamwrite.table.api",
+    "SnapshotFileSystem": "streamwrite.table.snapshot_fs",
+    "snapshot_filesystem": "streamwrite.table.snapshot_fs",
+    # compaction
+    "CompactionPolicy": "streamwrite.options",
+    "CompactionResult": "streamwrite.compaction.policy",
+    "PartitionStatus": "streamwrite.layout.compaction",
 }
+"""Each public name and the private module that defines (or re-exports) it."""
 
-__all__ = [
+__all__ = (
     "ChecksumError",
     "Commit",
     "CompactionPolicy",
+    "CompactionResult",
     "ConfigError",
     "CorruptFileError",
     "DecryptionConfig",
     "EncryptionError",
+    "Executor",
     "FileEncryption",
     "FormatError",
     "InlineExecutor",
@@ -60,9 +80,10 @@ __all__ = [
     "LiveFile",
     "ParquetFile",
     "ParquetWriter",
+    "PartitionStatus",
     "ProcessPool",
     "SchemaError",
-    "Snapshot",
+    "SnapshotFileSystem",
     "SortingColumn",
     "StaleBatchError",
     "StateError",
@@ -74,15 +95,17 @@ __all__ = [
     "UnsupportedError",
     "WorkerError",
     "open_table",
+    "read_snapshot",
     "read_table",
     "snapshot_filesystem",
     "write_table",
-]
+)
 
 if TYPE_CHECKING:
-    from streamwrite.compaction.policy import CompactionPolicy
+    from streamwrite.compaction.policy import CompactionResult
     from streamwrite.crypto.decryption import DecryptionConfig
     from streamwrite.crypto.encryption import FileEncryption
+    from streamwrite.dataset import read_table
     from streamwrite.errors import (
         ChecksumError,
         ConfigError,
@@ -96,26 +119,36 @@ if TYPE_CHECKING:
         StreamwriteError,
         StreamwriteIOError,
         UnsupportedError,
+        WorkerError,
     )
     from streamwrite.layout.appender import Commit
+    from streamwrite.layout.compaction import PartitionStatus
     from streamwrite.live.file import LiveFile
-    from streamwrite.live.info import Snapshot
-    from streamwrite.options import SortingColumn
-    from streamwrite.pool.process import InlineExecutor, ProcessPool, WorkerError
-    from streamwrite.reader.file import ParquetFile, read_table
-    from streamwrite.table.api import Table, TableCommit, TableSnapshot, open_table
-    from streamwrite.table.snapshot_fs import snapshot_filesystem
+    from streamwrite.options import CompactionPolicy, SortingColumn
+    from streamwrite.pool.executor import Executor, InlineExecutor
+    from streamwrite.pool.process import ProcessPool
+    from streamwrite.reader.file import ParquetFile
+    from streamwrite.table.api import Table, TableCommit, TableSnapshot, open_table, read_snapshot
+    from streamwrite.table.snapshot_fs import SnapshotFileSystem, snapshot_filesystem
     from streamwrite.writer import ParquetWriter, write_table
 
 
 def __getattr__(name: str) -> Any:
+    """Import a public name on first access and make it report ``__module__ == "streamwrite"``.
+
+    Raises:
+        AttributeError: ``name`` is not public.
+    """
     module = _EXPORTS.get(name)
     if module is None:
-        raise AttributeError(f"module 'streamwrite' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_import_module(module), name)
+    if isinstance(value, type | _FunctionType) and value.__module__.startswith(f"{__name__}."):
+        value.__module__ = __name__
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+    """Returns: the public names, ``__version__`` and the module's dunder attributes."""
+    return sorted({*__all__, *(n for n in globals() if n.startswith("__"))})

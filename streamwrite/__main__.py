@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 try:
-    from streamwrite.cli.main import main
+    from streamwrite.cli import main
 except KeyboardInterrupt:  # Ctrl-C while the imports load: nothing ran yet
     print("streamwrite: interrupted: nothing was changed", file=sys.stderr)
     sys.exit(130)

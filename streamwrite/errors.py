@@ -14,6 +14,7 @@ Every error the library raises on purpose derives from :class:`StreamwriteError`
     +-- StreamwriteIOError (OSError)      an I/O step failed
     +-- StateError (RuntimeError)         the object is closed, busy, or poisoned by a failed write
     +-- StaleBatchError                   a batch id below the last one committed for its app id
+    +-- WorkerError                       a pool worker died, could not start, or the pool closed
 
 ``UnsupportedError`` is also raised for codecs (LZO) and types (nested) we do not handle.
 Every exception pickles and unpickles to an equal exception, so it survives the process pool.
@@ -36,6 +37,7 @@ __all__ = [
     "StreamwriteError",
     "StreamwriteIOError",
     "UnsupportedError",
+    "WorkerError",
 ]
 
 
@@ -114,3 +116,11 @@ class StaleBatchError(StreamwriteError):
             "would be dropped. A query restarted from a new checkpoint needs a new app id; pass "
             "on_stale='skip' to skip such batches anyway."
         )
+
+
+class WorkerError(StreamwriteError):
+    """A pool worker died while running a job, could not start, or the pool is closed.
+
+    An exception raised *inside* a worker by the job itself (a SchemaError, say) is not wrapped:
+    it reaches the caller as its own class, with the worker's traceback as a note.
+    """

@@ -7,18 +7,20 @@ Every check that needs only the options happens there, before a caller touches a
 keyword names (a ``TypeError`` naming the public function, with the closest valid name), codecs
 the writer cannot write, compression levels outside the codec's range, bad types and ranges.
 Checks that need the Parquet schema (an encoding that does not fit a column's physical type, a
-Bloom filter on a BOOLEAN column) are :func:`streamwrite.writer.check_write_options`.
+Bloom filter on a BOOLEAN column) are :func:`streamwrite.encode.check_write_options`.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
+import math
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from streamwrite.errors import ConfigError
 from streamwrite.format.enums import CompressionCodec, Encoding
@@ -35,6 +37,7 @@ __all__ = [
     "WRITE_OPTION_NAMES",
     "BloomFilterOptions",
     "ColumnOptions",
+    "CompactionPolicy",
     "DataPageVersion",
     "ReadOptions",
     "SortingColumn",
@@ -43,6 +46,7 @@ __all__ = [
     "check_positive_int",
     "make_write_options",
     "parse_compression",
+    "public_keywords",
 ]
 
 CREATED_BY = "streamwrite version 0.1.0"
@@ -488,3 +492,91 @@ WRITE_OPTION_NAMES: tuple[str, ...] = tuple(
     name for name in inspect.signature(_build_write_options).parameters if name != "column_names"
 )
 """The keyword arguments :func:`make_write_options` takes (pyarrow's names)."""
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def public_keywords(public_name: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """Check a call's arguments against the signature first, so that a misspelt keyword
+    names ``public_name`` (not an internal function) and suggests the closest keyword."""
+
+    def decorate(function: Callable[_P, _R]) -> Callable[_P, _R]:
+        signature = inspect.signature(function)
+        keywords = [
+            name
+            for name, p in signature.parameters.items()
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and name != "self"
+        ]
+
+        @functools.wraps(function)
+        def checked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            try:
+                signature.bind(*args, **kwargs)
+            except TypeError as exc:
+                unknown = [k for k in kwargs if k not in signature.parameters]
+                if not unknown:
+                    raise TypeError(f"{public_name}(): {exc}") from None
+                name = unknown[0]
+                close = difflib.get_close_matches(name, keywords, n=1)
+                hint = f" Did you mean {close[0]!r}?" if close else ""
+                raise TypeError(
+                    f"{public_name}() got an unexpected keyword argument {name!r}.{hint} "
+                    f"It takes {', '.join(keywords)}."
+                ) from None
+            return function(*args, **kwargs)
+
+        return checked
+
+    return decorate
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPolicy:
+    """When and how a table compacts (the decisions are documented in the README, "Compaction").
+
+    Attributes:
+        dead_ratio: compact a segment whose dead bytes exceed this share of its size.
+        dead_bytes: ... or exceed this many bytes.
+        min_small_row_groups: compact a partition whose eligible segments hold this many
+            small row groups.
+        small_fraction: a row group is small below this share of ``target_row_group_rows``.
+        target_row_group_rows: rows per merged row group; None: the table's row_group_size.
+        max_row_groups: compact a segment holding more row groups (the AAD ordinal limit of
+            encrypted files is 32767).
+        idle_seconds: a partition's newest segment is eligible after no rows came for it
+            this long (background compaction; ``compact()`` takes it at once).
+        sort_by_timestamp: merged rows are sorted by the designated timestamp (everything is
+            then re-encoded).
+        grace_seconds: retired segments stay on disk this long for readers of other
+            processes (readers of this process pin them, :meth:`Table.snapshot`).
+
+    Raises:
+        ConfigError: a field is out of range (the message names it).
+    """
+
+    dead_ratio: float = 0.5
+    dead_bytes: int = 1 << 30
+    min_small_row_groups: int = 64
+    small_fraction: float = 0.5
+    target_row_group_rows: int | None = None
+    max_row_groups: int = 30_000
+    idle_seconds: float = 60.0
+    sort_by_timestamp: bool = False
+    grace_seconds: float = 60.0
+
+    def __post_init__(self) -> None:
+        checks = (
+            ("dead_ratio", 0 < self.dead_ratio <= 1),
+            ("dead_bytes", self.dead_bytes >= 1),
+            ("min_small_row_groups", self.min_small_row_groups >= 1),
+            ("small_fraction", 0 < self.small_fraction <= 1),
+            ("target_row_group_rows", (self.target_row_group_rows or 1) >= 1),
+            ("max_row_groups", 1 <= self.max_row_groups <= 32767),
+            ("idle_seconds", self.idle_seconds >= 0 and math.isfinite(self.idle_seconds)),
+            ("grace_seconds", self.grace_seconds >= 0 and math.isfinite(self.grace_seconds)),
+        )
+        for name, ok in checks:
+            if not ok:
+                raise ConfigError(f"CompactionPolicy.{name} is out of range: {self!r}.")

@@ -1,10 +1,9 @@
 """Single-file writing: ``write_table`` and ``ParquetWriter``, named as in ``pyarrow.parquet``.
 
-The writer slices a table into row groups, turns each column slice into its physical form
-(:mod:`streamwrite.arrow.schema`), encodes every column chunk through :func:`workers.run_job`
-(inline
-here; the process pool uses the same entry point), and appends what the
-:class:`~streamwrite.layout.file_writer.FileWriter` state machine returns.
+The writer slices a table into row groups, turns each into one job per column chunk
+(:func:`streamwrite.encode.row_group_jobs`, which every writer shares), runs the jobs through
+:func:`workers.run_job` (inline here; the process pool uses the same entry point), and appends
+what the :class:`~streamwrite.layout.file_writer.FileWriter` state machine returns.
 
 With ``encryption=FileEncryption(...)`` the file is encrypted (spec 7.3): the writer opens one
 :class:`~streamwrite.crypto.encryption.FileEncryptor` per file (fresh ``aad_file_unique``), each
@@ -33,10 +32,11 @@ crash, which runs no cleanup, may leave the ``.tmp`` file behind). A file-object
 
 Input refused before anything is written (a ``SchemaError`` such as a null in a REQUIRED column
 or a schema mismatch, a ``ConfigError``, a ``LimitError``) leaves the writer open: the whole
-table's values are checked (:func:`check_values`) before its first row group is written, so a
-bad value in its last row group writes nothing of it. In the failed state every call raises
-:class:`~streamwrite.errors.StateError` chained to the failure; ``close()`` writes no footer,
-removes the temporary file and raises that ``StateError``. A closed writer refuses writes.
+table's values are checked (:func:`~streamwrite.encode.check_values`) before its first row
+group is written, so a bad value in its last row group writes nothing of it. In the failed
+state every call raises :class:`~streamwrite.errors.StateError` chained to the failure;
+``close()`` writes no footer, removes the temporary file and raises that ``StateError``. A
+closed writer refuses writes.
 """
 
 from __future__ import annotations
@@ -45,234 +45,28 @@ import contextlib
 import os
 import secrets
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
 import pyarrow as pa
 
-from streamwrite.arrow.schema import ParquetSchema, arrow_to_parquet, to_physical
-from streamwrite.crypto.encryption import FileEncryption, FileEncryptor
-from streamwrite.errors import ConfigError, SchemaError, StateError, StreamwriteIOError
-from streamwrite.format.enums import FieldRepetitionType, Type
+from streamwrite.arrow.schema import arrow_to_parquet
+from streamwrite.crypto.encryption import FileEncryption
+from streamwrite.encode import as_table, check_values, check_write_options, row_group_jobs
+from streamwrite.errors import ConfigError, StateError, StreamwriteIOError
 from streamwrite.io.local import fsync_directory
-from streamwrite.layout.file_writer import FileWriter, chunk_settings
+from streamwrite.layout.file_writer import FileWriter
 from streamwrite.options import (
-    WriteOptions,
     check_option_names,
     check_positive_int,
     make_write_options,
 )
-from workers.chunk import EncodedChunk
-from workers.encodings import check_encoding
-from workers.jobs import EncodeChunkJob, run_job
+from workers.jobs import run_job
 
 __all__ = ["ParquetWriter", "write_table"]
 
 Where = str | os.PathLike[str] | IO[bytes]
-
-
-def schema_difference(data: pa.Schema, expected: pa.Schema, owner: str) -> str:
-    """A message naming the first column where ``data`` differs from ``expected``, and how.
-
-    The first line is one sentence (``"Column 'qty' (index 2) has type int32 in the data but
-    int64 in the table."``); both full schemas follow it.
-
-    Args:
-        data: The schema of the data given.
-        expected: The schema the data must have.
-        owner: What holds ``expected``, as it reads after "in" (``"the table"``).
-
-    Returns:
-        The message.
-    """
-    data_names = data.names
-    first = ""
-    for index, field in enumerate(expected):
-        given = data.field(index) if index < len(data_names) else None
-        if given is not None and given.name == field.name:
-            if not given.type.equals(field.type):
-                first = (
-                    f"Column {field.name!r} (index {index}) has type {given.type} in the data "
-                    f"but {field.type} in {owner}."
-                )
-            elif given.nullable != field.nullable:
-                how = ("nullable", "required (not nullable)")
-                first = (
-                    f"Column {field.name!r} (index {index}) is {how[not given.nullable]} in "
-                    f"the data but {how[not field.nullable]} in {owner}."
-                )
-            if first:
-                break
-            continue
-        if field.name not in data_names:
-            first = f"The data has no column {field.name!r} (index {index} in {owner})."
-        elif given is not None and given.name not in expected.names:
-            first = (
-                f"The data has a column {given.name!r} (index {index}) that {owner} does not have."
-            )
-        else:
-            first = (
-                f"Column {field.name!r} is at index {data_names.index(field.name)} in the "
-                f"data but at index {index} in {owner}."
-            )
-        break
-    else:
-        if len(data_names) > len(expected.names):
-            extra = len(expected.names)
-            first = (
-                f"The data has a column {data_names[extra]!r} (index {extra}) that {owner} "
-                "does not have."
-            )
-        else:
-            first = f"The data's schema differs from the schema of {owner}."
-    holder = owner[:1].upper() + owner[1:]
-    return f"{first}\nThe data:\n{_indent(data)}\n{holder}:\n{_indent(expected)}"
-
-
-def _indent(schema: pa.Schema) -> str:
-    return "\n".join(f"    {line}" for line in str(schema).splitlines())
-
-
-def as_table(
-    data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch], schema: pa.Schema, owner: str
-) -> pa.Table:
-    """``data`` (a table, a batch or batches) as one table of ``schema``.
-
-    Returns:
-        The data as a table (metadata as given).
-
-    Raises:
-        SchemaError: The data's schema differs (metadata aside); the message names the first
-            column that differs and how, and ``owner`` (``"the table"``) names the target.
-    """
-    if isinstance(data, pa.RecordBatch):
-        data = pa.Table.from_batches([data])
-    elif not isinstance(data, pa.Table):
-        batches = list(data)
-        for batch in batches:
-            if not batch.schema.equals(schema, check_metadata=False):
-                raise SchemaError(schema_difference(batch.schema, schema, owner))
-        data = pa.Table.from_batches(batches, schema=schema)
-    if not data.schema.equals(schema, check_metadata=False):
-        raise SchemaError(schema_difference(data.schema, schema, owner))
-    return data
-
-
-def _checks_values(arrow_type: pa.DataType) -> bool:
-    """Whether converting a column of ``arrow_type`` checks its values (and may refuse one)."""
-    if pa.types.is_dictionary(arrow_type):
-        arrow_type = arrow_type.value_type
-    if isinstance(arrow_type, pa.BaseExtensionType):
-        arrow_type = arrow_type.storage_type
-    if pa.types.is_time32(arrow_type) or pa.types.is_timestamp(arrow_type):
-        return bool(arrow_type.unit == "s")
-    return bool(pa.types.is_decimal(arrow_type) or pa.types.is_date64(arrow_type))
-
-
-def check_values(table: pa.Table, schema: ParquetSchema) -> None:
-    """Refuse ``table`` if any of its values cannot be written, before a row group is written.
-
-    Row groups are converted and encoded one at a time (so memory stays at one row group's
-    worth); this pass makes sure a bad value in a later row group refuses the whole table
-    instead of failing half way. It is vectorised and one column at a time: a REQUIRED column
-    by its ``null_count``; the columns whose conversion checks values (decimals against their
-    precision, ``date64`` and ``time32[s]`` against INT32, ``timestamp[s]`` against int64
-    milliseconds) by converting the whole column once; every other conversion cannot fail on
-    a value. (Should a later row group fail anyway, the writer fails and publishes nothing.)
-
-    Raises:
-        SchemaError: As :func:`streamwrite.arrow.schema.to_physical`, for the first column holding
-            a bad value.
-    """
-    for spec, column in zip(schema.columns, table.columns, strict=True):
-        required = spec.repetition == FieldRepetitionType.REQUIRED
-        if (required and column.null_count) or _checks_values(spec.field.type):
-            to_physical(column, spec)
-
-
-def check_write_options(schema: ParquetSchema, options: WriteOptions) -> None:
-    """The checks of ``options`` that need the file's schema, made before anything is written.
-
-    Raises:
-        ConfigError: A column's explicit encoding cannot encode its physical type, or a Bloom
-            filter is asked for a BOOLEAN column.
-    """
-    for spec in schema.columns:
-        column = options.column(spec.name)
-        if column.encoding is not None:
-            check_encoding(column.encoding, spec.physical_type, spec.name)
-        if column.bloom_filter is not None and spec.physical_type == Type.BOOLEAN:
-            raise ConfigError(
-                f"bloom_filter_options asks for a Bloom filter on column {spec.name!r}, which "
-                "is BOOLEAN: Parquet Bloom filters do not cover BOOLEAN columns."
-            )
-
-
-def row_group_jobs(
-    table: pa.Table,
-    schema: ParquetSchema,
-    options: WriteOptions,
-    encryptor: FileEncryptor | None = None,
-    row_group_ordinal: int = 0,
-) -> list[EncodeChunkJob]:
-    """One encoding job per column of ``table`` (one row group), in schema order.
-
-    Args:
-        table: The row group's rows.
-        schema: The file's schema.
-        options: The write options.
-        encryptor: The file's encryption state, when the file is encrypted.
-        row_group_ordinal: The ordinal the row group will have in the file (used in the
-            module AADs of encrypted columns).
-
-    Returns:
-        The jobs, ready for :func:`workers.jobs.run_job` or an executor.
-
-    Raises:
-        LimitError: An encrypted file's ``row_group_ordinal`` exceeds 32767.
-    """
-    if encryptor is not None:
-        encryptor.check_row_group_ordinal(row_group_ordinal)
-    jobs = []
-    for ordinal, (spec, column) in enumerate(zip(schema.columns, table.columns, strict=True)):
-        physical = to_physical(column, spec)
-        jobs.append(
-            EncodeChunkJob(
-                settings=chunk_settings(spec, options),
-                values=physical.values,
-                def_levels=physical.def_levels,
-                num_rows=physical.num_rows,
-                crypto=(
-                    None
-                    if encryptor is None
-                    else encryptor.chunk_crypto(row_group_ordinal, ordinal)
-                ),
-            )
-        )
-    return jobs
-
-
-def encode_row_group(
-    table: pa.Table,
-    schema: ParquetSchema,
-    options: WriteOptions,
-    run: Callable[[EncodeChunkJob], EncodedChunk] = run_job,
-    encryptor: FileEncryptor | None = None,
-    row_group_ordinal: int = 0,
-) -> list[EncodedChunk]:
-    """Encode every column of ``table`` (one row group) into column chunks, in schema order.
-
-    ``encryptor`` and ``row_group_ordinal`` as in :func:`row_group_jobs`.
-
-    Returns:
-        One encoded chunk per column.
-
-    Raises:
-        LimitError: An encrypted file's ``row_group_ordinal`` exceeds 32767.
-    """
-    jobs = row_group_jobs(table, schema, options, encryptor, row_group_ordinal)
-    return [run(job) for job in jobs]
 
 
 class _Target:

@@ -9,12 +9,20 @@ import sys
 import time
 from pathlib import Path
 
+import streamwrite
+
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = ROOT / "examples" / "quickstart.py"
 
 
 def _quickstart(out: Path, *args: str) -> list[str]:
     return [sys.executable, str(QUICKSTART), "--workers", "1", "--out", str(out), *args]
+
+
+def _has_committed_rows(path: Path) -> bool:
+    if not (path / "_txn").exists():
+        return False
+    return streamwrite.read_table(path).num_rows > 0
 
 
 def test_quickstart_runs_and_leaves_nothing_behind(tmp_path: Path) -> None:
@@ -60,10 +68,13 @@ def test_ctrl_c_prints_one_line_with_what_was_committed(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
+    # The demo is another OS process that says nothing until it ends: poll the table it writes
+    # (with a deadline) until it holds committed rows, then interrupt it.
     deadline = time.monotonic() + 120
-    while not (out / "trades" / "_txn").exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    time.sleep(2)  # some commits
+    while not _has_committed_rows(out / "trades"):
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, "the demo committed nothing in 120 s"
+        time.sleep(0.1)  # poll interval
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130

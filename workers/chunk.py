@@ -34,6 +34,7 @@ import numpy.typing as npt
 
 from streamwrite.format import structs as t
 from streamwrite.format.aad import ModuleType
+from streamwrite.format.chunk import EncodedChunk
 from streamwrite.format.enums import Encoding, PageType, Type
 from streamwrite.format.thrift.codec import serialize
 from streamwrite.options import ColumnOptions, DataPageVersion
@@ -61,7 +62,12 @@ _FIXED_WIDTH = {Type.INT32: 4, Type.INT64: 8, Type.INT96: 12, Type.FLOAT: 4, Typ
 
 @dataclass(frozen=True, slots=True)
 class ChunkSettings:
-    """Everything about a column that the encoder needs (picklable)."""
+    """Everything about a column that the encoder needs (picklable).
+
+    It stays in ring 2 while :class:`~streamwrite.format.chunk.EncodedChunk`, the encoder's
+    output, is in ``format``: it holds a :class:`~streamwrite.options.ColumnOptions`, and
+    ``options`` ranks above ``format``.
+    """
 
     path_in_schema: tuple[str, ...]
     physical_type: Type
@@ -78,17 +84,6 @@ class ChunkSettings:
     statistics_truncate_length: int
     dictionary_typed: bool = False
     """The Arrow column is dictionary-typed: pyarrow reads only PLAIN/dictionary pages into it."""
-
-
-@dataclass(frozen=True, slots=True)
-class EncodedChunk:
-    """A column chunk's bytes and metadata, with offsets relative to the chunk start."""
-
-    data: bytes
-    meta_data: t.ColumnMetaData
-    column_index: t.ColumnIndex | None
-    offset_index: t.OffsetIndex | None
-    bloom_filter: bytes | None
 
 
 def _take(values: Any, index: npt.NDArray[np.intp]) -> Any:

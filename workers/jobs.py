@@ -24,7 +24,8 @@ import numpy.typing as npt
 
 from streamwrite.errors import CorruptFileError
 from streamwrite.format import structs as t
-from workers.chunk import ChunkCrypto, ChunkSettings, EncodedChunk, encode_chunk
+from streamwrite.format.chunk import EncodedChunk
+from workers.chunk import ChunkCrypto, ChunkSettings, encode_chunk
 from workers.decode import DecodedChunk, concat_values, decode_chunk
 from workers.values import BinaryValues
 

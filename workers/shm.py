@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from workers.chunk import EncodedChunk
+from streamwrite.format.chunk import EncodedChunk
 from workers.jobs import EncodeChunkJob, Job, MergeChunkJob, run_job
 from workers.values import BinaryValues
 

@@ -66,6 +66,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from streamwrite.arrow.assembly import from_physical
+from streamwrite.arrow.column import ColumnSpec
 from streamwrite.arrow.schema_read import (
     _CONVERTED_INT,
     _PHYSICAL_SORT_ORDER,
@@ -74,7 +76,7 @@ from streamwrite.arrow.schema_read import (
     _inferred_field,
     _sort_order,
 )
-from streamwrite.arrow.values import PhysicalColumn, decimal_size, from_physical, to_physical
+from streamwrite.arrow.values import PhysicalColumn, decimal_size, to_physical
 from streamwrite.errors import FormatError, SchemaError, UnsupportedError
 from streamwrite.format.enums import ConvertedType, FieldRepetitionType, Type
 from streamwrite.format.structs import (
@@ -96,7 +98,6 @@ from streamwrite.format.structs import (
     TimeUnit,
     UUIDType,
 )
-from workers.stats import SortOrder
 
 __all__ = [
     "ARROW_SCHEMA_KEY",
@@ -118,33 +119,6 @@ ROOT_NAME = "schema"
 
 
 @dataclass(frozen=True, slots=True)
-class ColumnSpec:
-    """How one leaf column maps between Arrow and Parquet.
-
-    Attributes:
-        index: Leaf column ordinal.
-        name: Column name.
-        field: The Arrow field (as the user gave it when writing; dictionary types kept).
-        physical_type: Parquet physical type.
-        type_length: Byte width for FIXED_LEN_BYTE_ARRAY, else ``None``.
-        repetition: OPTIONAL if the field is nullable, else REQUIRED.
-        max_definition_level: 1 for OPTIONAL, 0 for REQUIRED.
-        sort_order: How statistics compare values of this column.
-        element: The leaf ``SchemaElement`` of the footer.
-    """
-
-    index: int
-    name: str
-    field: pa.Field
-    physical_type: Type
-    type_length: int | None
-    repetition: FieldRepetitionType
-    max_definition_level: int
-    sort_order: SortOrder
-    element: SchemaElement
-
-
-@dataclass(frozen=True, slots=True)
 class ParquetSchema:
     """A flat Arrow schema with its Parquet schema.
 
@@ -157,6 +131,12 @@ class ParquetSchema:
     arrow_schema: pa.Schema
     elements: list[SchemaElement]
     columns: tuple[ColumnSpec, ...]
+
+    @property
+    def arrow_schema_value(self) -> str:
+        """The footer's ``ARROW:schema`` value: :func:`encode_arrow_schema` of ``arrow_schema``
+        (computed on each call; the file writer keeps it)."""
+        return encode_arrow_schema(self.arrow_schema)
 
 
 # ---------------------------------------------------------------------------------------------

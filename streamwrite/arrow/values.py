@@ -1,8 +1,9 @@
 """Arrow arrays <-> Parquet physical values for one flat column (the data half of the mapping).
 
-``to_physical`` turns an Arrow array into the in-memory forms of :mod:`workers.values` (non-null
-values only, in physical form) plus definition levels; ``from_physical`` is its inverse. Both are
-vectorised over the Arrow buffers (``array.buffers()``) and copy only where the forms differ:
+``to_physical`` (here) turns an Arrow array into the in-memory forms of :mod:`workers.values`
+(non-null values only, in physical form) plus definition levels; ``from_physical``
+(:mod:`streamwrite.arrow.assembly`) is its inverse. Both are vectorised over the Arrow buffers
+(``array.buffers()``) and copy only where the forms differ:
 
 ==========================  ==================  ==============================================
 Arrow type                  physical            conversion (write; read is the inverse)
@@ -38,39 +39,27 @@ first.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from streamwrite.errors import FormatError, SchemaError
+from streamwrite.arrow.column import ColumnSpec
+from streamwrite.arrow.units import (
+    INT32_MAX,
+    INT_DTYPES,
+    JULIAN_UNIX_EPOCH,
+    MILLIS_PER_DAY,
+    NANOS_PER_DAY,
+    UNIT_PER_SECOND,
+    resize_le,
+)
+from streamwrite.errors import SchemaError
 from streamwrite.format.enums import FieldRepetitionType, Type
 from workers.values import BinaryValues
 
-if TYPE_CHECKING:
-    from streamwrite.arrow.schema import ColumnSpec
-
-__all__ = ["PhysicalColumn", "decimal_size", "from_physical", "to_physical"]
-
-_JULIAN_UNIX_EPOCH = 2_440_588
-"""Julian day number of 1970-01-01 (INT96 timestamps count days from the Julian epoch)."""
-_NANOS_PER_DAY = 86_400_000_000_000
-_MILLIS_PER_DAY = 86_400_000
-_INT32_MAX = 2**31 - 1
-_UNIT_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
-
-_INT_DTYPES: dict[Any, type[np.generic]] = {
-    pa.int8(): np.int8,
-    pa.int16(): np.int16,
-    pa.int32(): np.int32,
-    pa.int64(): np.int64,
-    pa.uint8(): np.uint8,
-    pa.uint16(): np.uint16,
-    pa.uint32(): np.uint32,
-    pa.uint64(): np.uint64,
-}
+__all__ = ["PhysicalColumn", "decimal_size", "to_physical"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +203,7 @@ def _values_to_physical(
     if pa.types.is_float64(dtype):
         return _compress(_fixed_view(array, np.float64), valid)
     if pa.types.is_integer(dtype):
-        ints = _compress(_fixed_view(array, _INT_DTYPES[dtype]), valid)
+        ints = _compress(_fixed_view(array, INT_DTYPES[dtype]), valid)
         if physical == Type.INT64:
             return ints.astype(np.int64, copy=False) if ints.itemsize < 8 else ints.view(np.int64)
         if ints.dtype == np.uint32:
@@ -229,7 +218,7 @@ def _values_to_physical(
         return _compress(_fixed_view(array, np.int32), valid)
     if pa.types.is_date64(dtype):
         ms = _compress(_fixed_view(array, np.int64), valid)
-        return _checked_int32(ms // _MILLIS_PER_DAY, spec)
+        return _checked_int32(ms // MILLIS_PER_DAY, spec)
     if pa.types.is_time32(dtype):
         t32 = _compress(_fixed_view(array, np.int32), valid)
         return _checked_int32(t32.astype(np.int64) * 1000, spec) if dtype.unit == "s" else t32
@@ -247,7 +236,7 @@ def _values_to_physical(
 
 
 def _checked_int32(values: npt.NDArray[np.int64], spec: ColumnSpec) -> npt.NDArray[np.int32]:
-    if values.size and (values.min() < -_INT32_MAX - 1 or values.max() > _INT32_MAX):
+    if values.size and (values.min() < -INT32_MAX - 1 or values.max() > INT32_MAX):
         raise SchemaError(
             f"Column {spec.name!r} (index {spec.index}) holds a value that overflows INT32 "
             f"after conversion to {spec.field.type}'s Parquet unit."
@@ -289,11 +278,11 @@ def _binary_to_physical(
 
 
 def _timestamp_to_int96(values: npt.NDArray[np.int64], unit: str) -> npt.NDArray[np.uint8]:
-    nanos = values * (1_000_000_000 // _UNIT_PER_SECOND[unit])
-    days, nanos_of_day = np.divmod(nanos, _NANOS_PER_DAY)
+    nanos = values * (1_000_000_000 // UNIT_PER_SECOND[unit])
+    days, nanos_of_day = np.divmod(nanos, NANOS_PER_DAY)
     out = np.empty((values.shape[0], 12), dtype=np.uint8)
     out[:, :8] = nanos_of_day.astype("<i8").view(np.uint8).reshape(-1, 8)
-    out[:, 8:] = (days + _JULIAN_UNIX_EPOCH).astype("<i4").view(np.uint8).reshape(-1, 4)
+    out[:, 8:] = (days + JULIAN_UNIX_EPOCH).astype("<i4").view(np.uint8).reshape(-1, 4)
     return out
 
 
@@ -301,33 +290,10 @@ def _timestamp_to_int96(values: npt.NDArray[np.int64], unit: str) -> npt.NDArray
 # Decimals: little-endian two's complement rows of the Arrow width <-> physical forms
 
 
-def _sign_fill(raw: npt.NDArray[np.uint8], top: npt.NDArray[np.intp] | int) -> npt.NDArray[Any]:
-    """0xFF where the byte at column ``top`` of each row has its high bit set, else 0."""
-    rows = np.arange(raw.shape[0])
-    return np.where(raw[rows, top] & 0x80, np.uint8(0xFF), np.uint8(0))
-
-
-def _resize_le(raw: npt.NDArray[np.uint8], width: int) -> npt.NDArray[np.uint8] | None:
-    """Sign-extend or truncate little-endian rows to ``width`` bytes; None if a value is lost."""
-    n, length = raw.shape
-    if length == width:
-        return raw
-    if length < width:
-        out = np.empty((n, width), dtype=np.uint8)
-        out[:, :length] = raw
-        out[:, length:] = 0 if length == 0 else _sign_fill(raw, length - 1)[:, None]
-        return out
-    if width == 0:
-        return None if raw.any() else raw[:, :0]
-    if (raw[:, width:] != _sign_fill(raw, width - 1)[:, None]).any():
-        return None
-    return raw[:, :width]
-
-
 def _limbs(raw: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint64]:
     """Little-endian rows of 4, 8, 16 or 32 bytes as (rows, limbs) uint64, sign-extended."""
     width = max(8, raw.shape[1])
-    wide = _resize_le(raw, width)
+    wide = resize_le(raw, width)
     assert wide is not None  # widening never loses a value
     return np.ascontiguousarray(wide).view("<u8").astype(np.uint64, copy=False)
 
@@ -374,7 +340,7 @@ def _decimal_to_physical(
         return limbs[:, 0].view(np.int64).astype(np.int32)
     size = spec.type_length if physical == Type.FIXED_LEN_BYTE_ARRAY else decimal_size(precision)
     assert size is not None
-    fitted = _resize_le(raw, size)
+    fitted = resize_le(raw, size)
     if fitted is None:
         raise SchemaError(
             f"Column {spec.name!r} (index {spec.index}) holds a decimal value that does not fit "
@@ -385,236 +351,3 @@ def _decimal_to_physical(
         return big_endian
     offsets = np.arange(big_endian.shape[0] + 1, dtype=np.int64) * size
     return BinaryValues(offsets, big_endian.reshape(-1))
-
-
-def _decimal_from_physical(
-    values: npt.NDArray[Any] | BinaryValues, width: int, spec: ColumnSpec
-) -> npt.NDArray[np.uint8]:
-    """Dense little-endian rows of the Arrow decimal width from any DECIMAL physical form."""
-    if isinstance(values, BinaryValues):
-        le = _binary_to_le_rows(values)
-    elif values.ndim == 2:  # FIXED_LEN_BYTE_ARRAY, big-endian
-        le = values[:, ::-1]
-    else:  # INT32 / INT64
-        le = values.astype("<i8").view(np.uint8).reshape(-1, 8)
-    out = _resize_le(le, width)
-    if out is None:
-        raise FormatError(
-            f"Column {spec.name!r} (index {spec.index}) holds a decimal value wider than its "
-            f"Arrow type {spec.field.type}."
-        )
-    return np.ascontiguousarray(out)
-
-
-def _binary_to_le_rows(values: BinaryValues) -> npt.NDArray[np.uint8]:
-    """Variable-length big-endian two's complement values as sign-extended little-endian rows."""
-    n = len(values)
-    lengths = values.lengths
-    width = int(lengths.max()) if n else 0
-    out = np.zeros((n, width), dtype=np.uint8)
-    total = int(lengths.sum())
-    if total:
-        owner = np.repeat(np.arange(n), lengths)
-        starts = values.offsets[:-1] - values.offsets[0]
-        pos_in_value = np.arange(total, dtype=np.int64) - starts[owner]
-        data = values.data[int(values.offsets[0]) : int(values.offsets[-1])]
-        out[owner, lengths[owner] - 1 - pos_in_value] = data
-        top = np.maximum(lengths - 1, 0)
-        fill = np.where(lengths > 0, _sign_fill(out, top), np.uint8(0))
-        pad = np.arange(width)[None, :] >= lengths[:, None]
-        out[pad] = np.broadcast_to(fill[:, None], out.shape)[pad]
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# physical -> Arrow
-
-
-def from_physical(
-    values: npt.NDArray[Any] | BinaryValues,
-    def_levels: npt.NDArray[Any] | None,
-    num_rows: int,
-    spec: ColumnSpec,
-    *,
-    validate: bool = False,
-) -> pa.Array:
-    """Build the Arrow array of one column from its physical values and definition levels.
-
-    Args:
-        values: The non-null values in the physical form of ``spec.physical_type``.
-        def_levels: One definition level per row (``spec.max_definition_level`` = present), or
-            ``None`` if every row is present.
-        num_rows: Number of rows.
-        spec: The column's mapping; the result has type ``spec.field.type``.
-        validate: Run Arrow's full validation on the result (UTF-8 of strings, decimal
-            precision...). Readers of untrusted files should pass ``True``.
-
-    Returns:
-        An array of ``num_rows`` rows and type ``spec.field.type``.
-
-    Raises:
-        FormatError: If the values do not match the levels, or (with ``validate``) the
-            result is not valid Arrow data, such as strings that are not UTF-8.
-    """
-    valid: npt.NDArray[np.bool_] | None = None
-    if def_levels is not None:
-        if def_levels.shape[0] != num_rows:
-            raise FormatError(
-                f"Column {spec.name!r} (index {spec.index}) has {def_levels.shape[0]} "
-                f"definition levels for {num_rows} rows."
-            )
-        valid = np.asarray(def_levels) == spec.max_definition_level
-        if valid.all():
-            valid = None
-    present = num_rows if valid is None else int(np.count_nonzero(valid))
-    if not pa.types.is_null(spec.field.type) and len(values) != present:
-        raise FormatError(
-            f"Column {spec.name!r} (index {spec.index}) has {len(values)} values for "
-            f"{present} non-null rows."
-        )
-    result = _build_array(spec.field.type, values, valid, num_rows, present, spec)
-    if validate:
-        try:
-            result.validate(full=True)
-        except pa.ArrowInvalid as exc:
-            raise FormatError(
-                f"Column {spec.name!r} (index {spec.index}) decodes to invalid {spec.field.type} "
-                f"data: {exc}"
-            ) from exc
-    return result
-
-
-def _build_array(
-    dtype: pa.DataType,
-    values: npt.NDArray[Any] | BinaryValues,
-    valid: npt.NDArray[np.bool_] | None,
-    n: int,
-    present: int,
-    spec: ColumnSpec,
-) -> pa.Array:
-    if pa.types.is_null(dtype):
-        return pa.nulls(n)
-    if pa.types.is_dictionary(dtype):
-        dense = _build_array(dtype.value_type, values, valid, n, present, spec)
-        encoded = pc.dictionary_encode(dense)
-        try:
-            indices = encoded.indices.cast(dtype.index_type)
-        except pa.ArrowInvalid as exc:
-            raise FormatError(
-                f"Column {spec.name!r} (index {spec.index}) has more distinct values than its "
-                f"dictionary index type {dtype.index_type} can number."
-            ) from exc
-        return pa.DictionaryArray.from_arrays(indices, encoded.dictionary, ordered=dtype.ordered)
-    if isinstance(dtype, pa.BaseExtensionType):
-        storage = _build_array(dtype.storage_type, values, valid, n, present, spec)
-        return pa.ExtensionArray.from_storage(dtype, storage)
-    if pa.types.is_string_view(dtype) or pa.types.is_binary_view(dtype):
-        large = pa.large_string() if pa.types.is_string_view(dtype) else pa.large_binary()
-        return _build_array(large, values, valid, n, present, spec).cast(dtype)
-    validity = None if valid is None else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    null_count = n - present
-    if isinstance(values, BinaryValues):
-        if pa.types.is_decimal(dtype):
-            dense = _scatter(_decimal_from_physical(values, dtype.byte_width, spec), valid, n)
-            return pa.Array.from_buffers(dtype, n, [validity, pa.py_buffer(dense)], null_count)
-        return _build_binary(dtype, values, valid, n, validity, null_count, spec)
-    dense = _scatter(_values_from_physical(dtype, values, spec), valid, n)
-    if pa.types.is_boolean(dtype):
-        data = pa.py_buffer(np.packbits(dense.view(np.uint8), bitorder="little"))
-    else:
-        data = pa.py_buffer(np.ascontiguousarray(dense))
-    return pa.Array.from_buffers(dtype, n, [validity, data], null_count)
-
-
-def _scatter(
-    values: npt.NDArray[Any], valid: npt.NDArray[np.bool_] | None, n: int
-) -> npt.NDArray[Any]:
-    """Spread non-null values over ``n`` slots, zero-filling the null ones."""
-    if valid is None:
-        return values
-    dense = np.zeros((n, *values.shape[1:]), dtype=values.dtype)
-    dense[valid] = values
-    return dense
-
-
-def _values_from_physical(
-    dtype: pa.DataType, values: npt.NDArray[Any], spec: ColumnSpec
-) -> npt.NDArray[Any]:
-    """Non-null physical values converted to the Arrow type's buffer dtype and unit."""
-    if pa.types.is_boolean(dtype):
-        return values.astype(np.bool_, copy=False)
-    if pa.types.is_integer(dtype):
-        target = np.dtype(_INT_DTYPES[dtype])
-        if values.dtype.itemsize == target.itemsize:
-            return values.view(target)
-        return values.astype(target)
-    if pa.types.is_decimal(dtype):
-        return _decimal_from_physical(values, dtype.byte_width, spec)
-    if pa.types.is_float16(dtype) or pa.types.is_fixed_size_binary(dtype):
-        return np.ascontiguousarray(values, dtype=np.uint8)
-    if pa.types.is_float32(dtype):
-        return values.astype(np.float32, copy=False)
-    if pa.types.is_float64(dtype):
-        return values.astype(np.float64, copy=False)
-    if pa.types.is_date32(dtype):
-        return values.astype(np.int32, copy=False)
-    if pa.types.is_date64(dtype):
-        return values.astype(np.int64) * _MILLIS_PER_DAY
-    if pa.types.is_time32(dtype):
-        ms = values.astype(np.int32, copy=False)
-        return ms // 1000 if dtype.unit == "s" else ms
-    if pa.types.is_timestamp(dtype):
-        if spec.physical_type == Type.INT96:
-            return _int96_to_timestamp(values, dtype.unit)
-        ts = values.astype(np.int64, copy=False)
-        return ts // 1000 if dtype.unit == "s" else ts
-    if pa.types.is_time64(dtype) or pa.types.is_duration(dtype):
-        return values.astype(np.int64, copy=False)
-    raise FormatError(
-        f"Column {spec.name!r} (index {spec.index}) of Arrow type {dtype} cannot be read from "
-        f"physical type {spec.physical_type.name}."
-    )
-
-
-def _int96_to_timestamp(values: npt.NDArray[np.uint8], unit: str) -> npt.NDArray[np.int64]:
-    rows = np.ascontiguousarray(values, dtype=np.uint8)
-    nanos_of_day = rows[:, :8].copy().view("<i8").reshape(-1).astype(np.int64)
-    # The Julian day is unsigned, and the arithmetic wraps in int64, as pyarrow's.
-    julian_day = rows[:, 8:].copy().view("<u4").reshape(-1).astype(np.int64)
-    nanos = (julian_day - _JULIAN_UNIX_EPOCH) * _NANOS_PER_DAY + nanos_of_day
-    return nanos // (1_000_000_000 // _UNIT_PER_SECOND[unit])
-
-
-def _build_binary(
-    dtype: pa.DataType,
-    values: BinaryValues,
-    valid: npt.NDArray[np.bool_] | None,
-    n: int,
-    validity: pa.Buffer | None,
-    null_count: int,
-    spec: ColumnSpec,
-) -> pa.Array:
-    large = pa.types.is_large_string(dtype) or pa.types.is_large_binary(dtype)
-    if not (large or pa.types.is_string(dtype) or pa.types.is_binary(dtype)):
-        raise FormatError(
-            f"Column {spec.name!r} (index {spec.index}) of Arrow type {dtype} cannot be read from "
-            "physical type BYTE_ARRAY."
-        )
-    base = int(values.offsets[0])
-    data = values.data[base : int(values.offsets[-1])]
-    if valid is None:
-        offsets = values.offsets - base
-    else:
-        lengths = np.zeros(n, dtype=np.int64)
-        lengths[valid] = values.lengths
-        offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-    if not large:
-        if data.shape[0] > _INT32_MAX:
-            raise FormatError(
-                f"Column {spec.name!r} (index {spec.index}) holds {data.shape[0]} bytes of "
-                f"values, more than {dtype} can address; read it as the large type."
-            )
-        offsets = offsets.astype(np.int32)
-    buffers = [validity, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(data))]
-    return pa.Array.from_buffers(dtype, n, buffers, null_count)

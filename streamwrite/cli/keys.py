@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from streamwrite.crypto.decryption import DecryptionConfig
+from streamwrite import DecryptionConfig
 from streamwrite.errors import ConfigError
 
 __all__ = ["KEYS_ENV", "add_key_options", "decryption_from_args"]

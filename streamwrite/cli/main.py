@@ -25,12 +25,19 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import streamwrite
-from streamwrite.cli import table as cli_table
+from streamwrite import inspect
 from streamwrite.cli.keys import add_key_options, decryption_from_args
-from streamwrite.cli.show import describe, print_compaction, print_file, print_live, print_table
+from streamwrite.cli.show import (
+    compaction_json,
+    file_json,
+    live_json,
+    print_compaction,
+    print_file,
+    print_live,
+    print_table,
+    table_json,
+)
 from streamwrite.errors import ConfigError, StreamwriteError
-from streamwrite.layout.actions import LiveFileName
-from streamwrite.reader.file import ParquetFile
 
 __all__ = ["EPILOG", "main"]
 
@@ -71,7 +78,7 @@ def _terminal(args: argparse.Namespace) -> bool:
     return not args.quiet and sys.stderr.isatty() and sys.stdout.isatty()
 
 
-def _progress(args: argparse.Namespace) -> cli_table.Progress[Any]:
+def _progress(args: argparse.Namespace) -> inspect.Progress[Any]:
     """A tqdm wrapper on a terminal (:func:`_terminal`), else none."""
     enabled = _terminal(args)
 
@@ -144,45 +151,46 @@ def _existing(text: str) -> Path:
     return path
 
 
-def _is_live(path: Path) -> bool:
-    return path.is_dir() and (path / LiveFileName.DATA.value).is_file()
-
-
-def _not_readable_dir(path: Path) -> ConfigError:
-    from streamwrite.reader.directory import DirectoryKind, classify_directory
-
-    kind = classify_directory(path)  # raises a ConfigError saying what it is not
-    if kind is DirectoryKind.LIVE:  # no data.parquet: a table's partition
-        return ConfigError(
+def _readable_kind(path: Path) -> inspect.PathKind:
+    """What ``path`` is: a Parquet file, a live file or a table (else a ConfigError)."""
+    kind = inspect.path_kind(path)  # raises a ConfigError saying what a directory is not
+    if kind is inspect.PathKind.PARTITION:
+        raise ConfigError(
             f"{str(path)!r} is a partition of a table (or a live file without data.parquet): "
             "give the table's directory or one of its segments."
         )
-    return ConfigError(
-        f"{str(path)!r} is a {kind.value}, not a Parquet file, a live file or a table: "
-        "give one of its files."
-    )
+    if kind is inspect.PathKind.DIRECTORY:
+        raise ConfigError(
+            f"{str(path)!r} is a {kind.value}, not a Parquet file, a live file or a table: "
+            "give one of its files."
+        )
+    return kind
+
+
+def _kind(path: Path) -> inspect.PathKind | None:
+    """What ``path`` is, or None when it is a directory of no known kind."""
+    try:
+        return inspect.path_kind(path)
+    except ConfigError:
+        return None
 
 
 def _inspect(args: argparse.Namespace) -> int:
     path = _existing(args.path)
     decryption = decryption_from_args(args)
     args.interrupted = "interrupted: nothing was changed"
-    if path.is_dir() and cli_table.is_table(path):
-        info = cli_table.describe_table(path, decryption, _progress(args))
+    kind = _readable_kind(path)
+    if kind is inspect.PathKind.TABLE:
+        table = table_json(inspect.describe_table(path, decryption, _progress(args)))
         if args.json:
-            print(json.dumps(info, indent=2))
+            print(json.dumps(table, indent=2))
         else:
-            print_table(info)
+            print_table(table)
         return EXIT_OK
-    if path.is_dir() and not _is_live(path):
-        raise _not_readable_dir(path)
     live = None
-    if path.is_dir():
-        from streamwrite.live.info import describe_live
-
-        live = describe_live(path, decryption)
-    with ParquetFile(path, decryption=decryption) as pf:  # a live directory: its newest commit
-        info = describe(pf)
+    if kind is inspect.PathKind.LIVE_FILE:
+        live = live_json(inspect.describe_live_file(path, decryption))
+    info = file_json(inspect.describe_file(path, decryption=decryption))  # a live file: newest
     if live is not None:
         info = {"live": live, **info}
     if args.json:
@@ -194,56 +202,24 @@ def _inspect(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _verify_one(
-    source: Path, size: int | None, args: argparse.Namespace, progress: bool
-) -> tuple[int, int, list[str]]:
-    from streamwrite.reader.verify import verify_file
-
-    report = verify_file(
-        source,
-        decryption=args.decryption,
-        snapshot=size,
-        progress=_progress(args) if progress else None,
-    )
-    return report.num_row_groups, report.num_pages, report.problems
-
-
-def _torn_tail(path: Path) -> list[str]:
-    """The live file's bytes past its last commit, as a problem."""
-    from streamwrite.reader.tail import committed_size
-
-    committed = committed_size(path)
-    size = (path / LiveFileName.DATA.value).stat().st_size
-    if size <= committed:
-        return []
-    return [
-        f"data.parquet holds {size - committed} bytes past its last commit (at byte "
-        f"{committed}): a writer is appending, or a crash left a torn tail; other readers "
-        f"cannot open the bare file until it is cut. Run: streamwrite recover {path} --apply"
-    ]
-
-
 def _verify(args: argparse.Namespace) -> int:
     path = _existing(args.path)
-    args.decryption = decryption_from_args(args)
+    decryption = decryption_from_args(args)
     args.interrupted = "interrupted: nothing was changed (verification incomplete)"
-    notes: list[str] = []
-    if path.is_dir() and cli_table.is_table(path):
-        verify = lambda d, s: _verify_one(d, s, args, progress=False)  # noqa: E731
-        row_groups, pages, problems, notes = cli_table.verify_table(path, verify, _progress(args))
-    elif path.is_dir() and not _is_live(path):
-        raise _not_readable_dir(path)
-    else:
-        row_groups, pages, problems = _verify_one(path, None, args, progress=True)
-        if path.is_dir():
-            problems = _torn_tail(path) + problems
-    for note in notes:
+    if _readable_kind(path) is inspect.PathKind.TABLE:
+        report = inspect.verify_table(path, decryption, _progress(args))
+    else:  # a live file: also the bytes past its last commit
+        report = inspect.verify_file(path, decryption=decryption, progress=_progress(args))
+    for note in report.notes:
         print(f"NOTE {note}")
-    for problem in problems:
+    for problem in report.problems:
         print(f"PROBLEM {problem}")
-    status = "OK" if not problems else "FAILED"
-    print(f"{status}: {row_groups} row groups, {pages} pages checked, {len(problems)} problems")
-    return EXIT_OK if not problems else EXIT_PROBLEM
+    status = "OK" if report.ok else "FAILED"
+    print(
+        f"{status}: {report.num_row_groups} row groups, {report.num_pages} pages checked, "
+        f"{len(report.problems)} problems"
+    )
+    return EXIT_OK if report.ok else EXIT_PROBLEM
 
 
 def _recover(args: argparse.Namespace) -> int:
@@ -253,19 +229,20 @@ def _recover(args: argparse.Namespace) -> int:
         if args.apply
         else "interrupted: nothing was changed"
     )
-    if path.is_dir() and cli_table.is_table(path):
+    kind = _kind(path)
+    if kind is inspect.PathKind.TABLE:
         return _recover_table(path, args)
-    if not _is_live(path):
+    if kind is not inspect.PathKind.LIVE_FILE:
         raise ConfigError(
             f"{args.path!r} is not a live file (a directory holding data.parquet and _pm) "
             "or a table (a directory holding _txn)."
         )
-    from streamwrite.live.file import recover
-
-    plan = recover(path, apply=args.apply, decryption=decryption_from_args(args))
+    recovery = inspect.recover_live_file(
+        path, apply=args.apply, decryption=decryption_from_args(args)
+    )
     verb = "did" if args.apply else "would do (run with --apply to do it)"
     print(f"recovery of {args.path} {verb}:")
-    for line in plan.describe():
+    for line in recovery.description:
         print(f"  {line}")
     return EXIT_OK
 
@@ -273,22 +250,21 @@ def _recover(args: argparse.Namespace) -> int:
 def _recover_table(path: Path, args: argparse.Namespace) -> int:
     """A table recovers when it is opened: each segment is rolled back to its ``_txn`` size,
     unpublished segments are deleted (``open_table``)."""
-    record = cli_table.read_record(path)
-    tails = []
-    for name, size in record.files():
-        data = path.joinpath(*name.split("/")) / LiveFileName.DATA.value
-        if data.is_file() and data.stat().st_size > size:
-            tails.append(f"{name}: cut {data.stat().st_size - size} bytes past _txn's {size}")
+    record = inspect.read_table_record(path)
+    tails = [
+        f"{s.path}: cut {s.uncommitted_bytes} bytes past _txn's {s.committed_size}"
+        for s in record.segments
+        if (s.uncommitted_bytes or 0) > 0
+    ]
     if not args.apply:
         print(f"recovery of {args.path} would do (run with --apply to do it):")
         for line in tails or ["nothing past the committed sizes _txn lists"]:
             print(f"  {line}")
         print("  delete segment directories _txn neither lists nor retires")
         return EXIT_OK
-    from streamwrite.table.api import open_table
 
     async def run() -> None:
-        table = await open_table(path, compaction_interval=None)
+        table = await streamwrite.open_table(path, compaction_interval=None)
         await table.close()
 
     run_interruptible(run)
@@ -298,49 +274,45 @@ def _recover_table(path: Path, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _policy(args: argparse.Namespace) -> Any:
-    from streamwrite.compaction.policy import CompactionPolicy
-
+def _policy(args: argparse.Namespace) -> streamwrite.CompactionPolicy:
     options: dict[str, Any] = {"sort_by_timestamp": args.sort}
     if args.target_rows is not None:
         options["target_row_group_rows"] = args.target_rows
     if args.grace is not None:
         options["grace_seconds"] = args.grace
-    return CompactionPolicy(**options)
+    return streamwrite.CompactionPolicy(**options)
 
 
 def _compact(args: argparse.Namespace) -> int:
     path = _existing(args.table)
-    if not (path.is_dir() and cli_table.is_table(path)):
+    if _kind(path) is not inspect.PathKind.TABLE:
         raise ConfigError(f"{args.table!r} is not a table (a directory holding _txn).")
     policy = _policy(args)
     args.interrupted = "interrupted: nothing was changed"
     if args.status:
-        from streamwrite.options import DEFAULT_ROW_GROUP_SIZE
-
-        target = policy.target_row_group_rows or DEFAULT_ROW_GROUP_SIZE
-        statuses, notes = cli_table.table_compaction_status(
-            path, policy, target, decryption_from_args(args), args.partition, _progress(args)
+        status = inspect.compaction_status(
+            path,
+            policy,
+            decryption=decryption_from_args(args),
+            partition=args.partition,
+            progress=_progress(args),
         )
         if args.json:
-            print(json.dumps([asdict(s) for s in statuses], indent=2))
+            print(json.dumps(compaction_json(status), indent=2))
         else:
-            print_compaction(statuses, notes)
+            print_compaction(status)
         return EXIT_OK
     return _compact_run(path, policy, args)
 
 
-def _compact_run(path: Path, policy: Any, args: argparse.Namespace) -> int:
-
-    from streamwrite.table.api import open_table
-
+def _compact_run(path: Path, policy: streamwrite.CompactionPolicy, args: argparse.Namespace) -> int:
     published = 0
     args.interrupted = "compaction cancelled; the table is unchanged"
     bar: Any = None
     if _terminal(args):
         from tqdm import tqdm
 
-        total = 1 if args.partition else len(cli_table.read_record(path).partitions)
+        total = 1 if args.partition else len(inspect.read_table_record(path).partitions)
         bar = tqdm(total=total, desc="compact", unit="partition", file=sys.stderr)
         _BARS.append(bar)
 
@@ -356,7 +328,7 @@ def _compact_run(path: Path, policy: Any, args: argparse.Namespace) -> int:
             bar.set_postfix_str(name)
 
     async def run() -> list[Any]:
-        table = await open_table(path, compaction=policy, compaction_interval=None)
+        table = await streamwrite.open_table(path, compaction=policy, compaction_interval=None)
         try:
             results: list[Any] = await table.compact(args.partition, hook=step)
             return results

@@ -15,51 +15,35 @@ from __future__ import annotations
 import datetime
 import decimal
 import math
+import time
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from streamwrite.arrow.schema import ColumnSpec
-from streamwrite.compaction.policy import PartitionStatus
-from streamwrite.errors import StreamwriteError
-from streamwrite.format import structs as t
-from streamwrite.reader.file import ParquetFile
-from streamwrite.reader.metadata import typed_value
+from streamwrite.inspect import (
+    PINS_NOTE,
+    ColumnChunkInfo,
+    ColumnStatistics,
+    CompactionStatus,
+    FileInfo,
+    FooterLink,
+    LiveFileInfo,
+    TableInfo,
+)
 
 __all__ = [
-    "describe",
+    "compaction_json",
+    "file_json",
+    "live_json",
     "print_compaction",
     "print_file",
     "print_live",
     "print_table",
     "stat_value",
+    "table_json",
 ]
-
-_Enum = type[t.Type] | type[t.Encoding] | type[t.CompressionCodec]
-
-
-def _name(value: int | None, enum: _Enum) -> str | None:
-    if value is None:
-        return None
-    try:
-        return enum(value).name
-    except ValueError:
-        return str(value)
-
-
-def _timestamp_text(raw: bytes, spec: ColumnSpec, dtype: pa.TimestampType) -> str:
-    ticks = int.from_bytes(raw, "little", signed=True)
-    if spec.physical_type == t.Type.INT96:
-        nanos = int.from_bytes(raw[:8], "little")
-        days = int.from_bytes(raw[8:12], "little")
-        ticks, unit = (days - 2440588) * 86_400_000_000_000 + nanos, "ns"
-    else:
-        unit = dtype.unit
-    unit_name: Any = unit
-    moment: Any = np.array([ticks], dtype=f"datetime64[{unit}]")
-    text = str(np.datetime_as_string(moment, unit=unit_name)[0])
-    return text + ("Z" if dtype.tz is not None else "")
 
 
 def _jsonable(value: Any) -> Any:
@@ -77,112 +61,209 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def stat_value(raw: bytes | None, spec: ColumnSpec) -> Any:
-    """A statistics bound as a JSON-ready typed value (module docstring); None when unset."""
-    if raw is None:
+def stat_value(value: Any, arrow_type: pa.DataType) -> Any:
+    """A typed statistics bound (``streamwrite.inspect``'s) as JSON-ready text or number
+    (module docstring); None when unset."""
+    if value is None:
         return None
-    dtype = spec.field.type
+    dtype = arrow_type
     if pa.types.is_dictionary(dtype):
         dtype = dtype.value_type
-    if pa.types.is_timestamp(dtype):
-        return _timestamp_text(raw, spec, dtype)
-    try:
-        value = typed_value(raw, spec)
-    except ValueError:
-        value = bytes(raw)
-    if pa.types.is_binary(dtype) or pa.types.is_large_binary(dtype):
-        return "0x" + bytes(raw).hex()
+    if isinstance(value, np.datetime64):
+        unit: Any = np.datetime_data(value.dtype)[0]
+        text = str(np.datetime_as_string(value, unit=unit))
+        return text + ("Z" if pa.types.is_timestamp(dtype) and dtype.tz is not None else "")
+    if (pa.types.is_binary(dtype) or pa.types.is_large_binary(dtype)) and isinstance(value, bytes):
+        return "0x" + value.hex()
     return _jsonable(value)
 
 
-def _statistics(stats: t.Statistics | None, spec: ColumnSpec) -> dict[str, Any] | None:
+def _statistics(stats: ColumnStatistics | None, arrow_type: pa.DataType) -> dict[str, Any] | None:
     if stats is None:
         return None
     return {
         "null_count": stats.null_count,
-        "min": stat_value(stats.min_value, spec),
-        "max": stat_value(stats.max_value, spec),
+        "min": stat_value(stats.min, arrow_type),
+        "max": stat_value(stats.max, arrow_type),
         "is_min_value_exact": stats.is_min_value_exact,
         "is_max_value_exact": stats.is_max_value_exact,
     }
 
 
-def describe(pf: ParquetFile) -> dict[str, Any]:
+def _chunk_json(chunk: ColumnChunkInfo, arrow_type: pa.DataType) -> dict[str, Any]:
+    meta = chunk.metadata
+    if meta is None:  # encrypted, no key for it (or damaged)
+        return {"column": chunk.column, "encrypted": True}
+    return {
+        "column": chunk.column,
+        "codec": meta.codec,
+        "encodings": list(meta.encodings),
+        "num_values": meta.num_values,
+        "compressed_size": meta.compressed_size,
+        "uncompressed_size": meta.uncompressed_size,
+        "data_page_offset": meta.data_page_offset,
+        "dictionary_page_offset": meta.dictionary_page_offset,
+        "statistics": _statistics(meta.statistics, arrow_type),
+        "bloom_filter": meta.bloom_filter_offset is not None,
+        "bloom_filter_offset": meta.bloom_filter_offset,
+        "bloom_filter_length": meta.bloom_filter_length,
+        "column_index": chunk.column_index_offset is not None,
+        "column_index_offset": chunk.column_index_offset,
+        "offset_index": chunk.offset_index_offset is not None,
+        "offset_index_offset": chunk.offset_index_offset,
+        "encrypted": chunk.encrypted,
+    }
+
+
+def file_json(info: FileInfo) -> dict[str, Any]:
     """A JSON-ready description of the file's footer, schema and column chunks."""
-    md = pf.thrift_metadata
-    columns = []
-    for spec in pf.parquet_schema.columns:
-        e = spec.element
-        columns.append(
+    types = {c.name: c.arrow_type for c in info.columns}
+    return {
+        "version": info.version,
+        "created_by": info.created_by,
+        "num_rows": info.num_rows,
+        "num_row_groups": info.num_row_groups,
+        "footer_offset": info.footer_offset,
+        "encryption_algorithm": info.encryption_algorithm,
+        "unsupported_columns": list(info.unsupported_columns),
+        "key_value_metadata": {
+            key: (value if key != "ARROW:schema" else f"<{len(value or '')} chars>")
+            for key, value in info.key_value_metadata.items()
+        },
+        "schema": [
             {
-                "name": spec.name,
-                "arrow_type": str(spec.field.type),
-                "physical_type": spec.physical_type.name,
-                "type_length": spec.type_length,
-                "repetition": spec.repetition.name,
-                "logical_type": None if e.logicalType is None else repr(e.logicalType),
+                "name": c.name,
+                "arrow_type": str(c.arrow_type),
+                "physical_type": c.physical_type,
+                "type_length": c.type_length,
+                "repetition": c.repetition,
+                "logical_type": c.logical_type,
             }
-        )
-    row_groups = []
-    for i, rg in enumerate(md.row_groups or []):
-        chunks = []
-        for spec in pf.parquet_schema.columns:
-            chunk = (rg.columns or [])[spec.index]
-            try:
-                meta = pf.column_metadata(i, spec.index)
-            except StreamwriteError:  # encrypted, no key for it (or damaged)
-                chunks.append({"column": spec.name, "encrypted": True})
-                continue
-            chunks.append(
-                {
-                    "column": spec.name,
-                    "codec": _name(meta.codec, t.CompressionCodec),
-                    "encodings": [_name(e, t.Encoding) for e in meta.encodings or []],
-                    "num_values": meta.num_values,
-                    "compressed_size": meta.total_compressed_size,
-                    "uncompressed_size": meta.total_uncompressed_size,
-                    "data_page_offset": meta.data_page_offset,
-                    "dictionary_page_offset": meta.dictionary_page_offset,
-                    "statistics": _statistics(meta.statistics, spec),
-                    "bloom_filter": meta.bloom_filter_offset is not None,
-                    "bloom_filter_offset": meta.bloom_filter_offset,
-                    "bloom_filter_length": meta.bloom_filter_length,
-                    "column_index": chunk.column_index_offset is not None,
-                    "column_index_offset": chunk.column_index_offset,
-                    "offset_index": chunk.offset_index_offset is not None,
-                    "offset_index_offset": chunk.offset_index_offset,
-                    "encrypted": chunk.crypto_metadata is not None,
-                }
-            )
-        row_groups.append(
+            for c in info.columns
+        ],
+        "row_groups": [
             {
-                "index": i,
+                "index": rg.index,
                 "num_rows": rg.num_rows,
                 "total_byte_size": rg.total_byte_size,
                 "total_compressed_size": rg.total_compressed_size,
                 "file_offset": rg.file_offset,
-                "columns": chunks,
+                "columns": [_chunk_json(ch, types[ch.column]) for ch in rg.columns],
             }
-        )
-    return {
-        "version": md.version,
-        "created_by": md.created_by,
-        "num_rows": md.num_rows,
-        "num_row_groups": len(md.row_groups or []),
-        "footer_offset": pf.footer_offset,
-        "encryption_algorithm": pf.encryption_algorithm,
-        "unsupported_columns": pf.unsupported_columns,
-        "key_value_metadata": {
-            kv.key: (kv.value if kv.key != "ARROW:schema" else f"<{len(kv.value or '')} chars>")
-            for kv in md.key_value_metadata or []
-        },
-        "schema": columns,
-        "row_groups": row_groups,
+            for rg in info.row_groups
+        ],
     }
 
 
+def _link_json(link: FooterLink) -> dict[str, Any]:
+    if link.problem is not None:
+        return {"parquet_size": link.parquet_size, "problem": link.problem}
+    return {
+        "commit_seq": link.commit_seq,
+        "parquet_size": link.parquet_size,
+        "footer_offset": link.footer_offset,
+        "footer_length": link.footer_length,
+        "num_row_groups": link.num_row_groups,
+        "prev_size": link.prev_size,
+    }
+
+
+def live_json(info: LiveFileInfo) -> dict[str, Any]:
+    """A JSON-ready summary of a live file: ``_pm`` header and footers, snapshots, the
+    Parquet footer chain."""
+    pm = info.sidecar
+    return {
+        "path": str(info.path),
+        "committed_parquet_size": info.committed_size,
+        "uncommitted_tail_bytes": info.uncommitted_bytes,
+        "pm": {
+            "committed_size": pm.committed_size,
+            "feature_flags": pm.feature_flags,
+            "designated_timestamp": pm.designated_timestamp,
+            "sorting_columns": list(pm.sorting_columns),
+            "bloom_columns": list(pm.bloom_columns),
+            "columns": list(pm.columns),
+            "footers": pm.num_footers,
+            "unused_bytes": pm.unused_bytes,
+        },
+        "snapshots": [
+            {
+                "seq": s.seq,
+                "parquet_size": s.parquet_size,
+                "num_rows": s.num_rows,
+                "num_row_groups": s.num_row_groups,
+            }
+            for s in info.snapshots
+        ],
+        "footer_chain": [_link_json(link) for link in info.footer_chain],
+    }
+
+
+def table_json(info: TableInfo) -> dict[str, Any]:
+    """A JSON-ready description of a table (what ``streamwrite.inspect.tables`` says can be
+    known of it); a segment that cannot be read has a ``problem``."""
+    record = info.record
+    now = time.time()
+    by_partition: dict[str, list[dict[str, Any]]] = {p.name: [] for p in record.partitions}
+    for state in info.segments:
+        segment = state.record
+        entry: dict[str, Any] = {
+            "name": segment.name,
+            "committed_size": segment.committed_size,
+            "file_size": segment.file_size,
+            "uncommitted_bytes": segment.uncommitted_bytes,
+        }
+        if state.info is not None:
+            entry |= {
+                "num_rows": state.info.num_rows,
+                "num_row_groups": len(state.info.row_group_rows),
+                "dead_bytes": state.info.dead_bytes,
+                "encrypted": state.info.encrypted,
+            }
+        else:
+            entry["problem"] = state.problem
+        by_partition[segment.partition].append(entry)
+    partitions = [
+        {
+            "name": name,
+            "num_segments": len(segments),
+            "num_rows": sum(s.get("num_rows", 0) for s in segments),
+            "committed_size": sum(s["committed_size"] for s in segments),
+            "dead_bytes": sum(s.get("dead_bytes", 0) for s in segments),
+            "segments": segments,
+        }
+        for name, segments in by_partition.items()
+    ]
+    pids = record.writer_pids
+    return {
+        "table": str(record.path),
+        "txn_version": record.version,
+        "schema": [{"name": f.name, "arrow_type": str(f.type)} for f in record.schema],
+        "timestamp": record.timestamp,
+        "partition_by": record.partition_by,
+        "num_rows": sum(p["num_rows"] for p in partitions),
+        "writer_pids": None if pids is None else list(pids),
+        "partitions": partitions,
+        "retired": [
+            {
+                "path": r.path,
+                "retired_seconds_ago": round(now - r.retired_at, 3),
+                "on_disk": r.on_disk,
+            }
+            for r in record.retired
+        ],
+        "applied": dict(record.applied),
+        "pins": PINS_NOTE,
+    }
+
+
+def compaction_json(status: CompactionStatus) -> list[dict[str, Any]]:
+    """The decisions of ``compact --status --json``."""
+    return [asdict(s) for s in status.partitions]
+
+
 def print_file(info: dict[str, Any]) -> None:
-    """Print :func:`describe`'s description as text."""
+    """Print :func:`file_json`'s description as text."""
     print(f"created_by: {info['created_by']}")
     print(
         f"rows: {info['num_rows']}  row groups: {info['num_row_groups']}  "
@@ -222,7 +303,7 @@ def _text(value: Any) -> str:
 
 
 def print_live(live: dict[str, Any]) -> None:
-    """Print ``describe_live``'s description as text."""
+    """Print :func:`live_json`'s description as text."""
     pm = live["pm"]
     print(
         f"live file {live['path']}: committed data.parquet size "
@@ -250,7 +331,7 @@ def print_live(live: dict[str, Any]) -> None:
 
 
 def print_table(info: dict[str, Any]) -> None:
-    """Print ``describe_table``'s description as text."""
+    """Print :func:`table_json`'s description as text."""
     pids = info["writer_pids"]
     writer = "unknown" if pids is None else f"pid {', '.join(map(str, pids))}" if pids else "none"
     print(
@@ -283,12 +364,12 @@ def print_table(info: dict[str, Any]) -> None:
     print(f"pins: {info['pins']}")
 
 
-def print_compaction(statuses: list[PartitionStatus], notes: list[str]) -> None:
+def print_compaction(status: CompactionStatus) -> None:
     """Print compaction decisions and the notes on what they assumed."""
-    for note in notes:
+    for note in status.notes:
         print(note)
-    for status in statuses:
-        verdict = f"compact {', '.join(status.merge)}" if status.compact else "leave"
-        print(f"{status.partition}: {verdict}")
-        for reason in status.reasons:
+    for decision in status.partitions:
+        verdict = f"compact {', '.join(decision.merge)}" if decision.compact else "leave"
+        print(f"{decision.partition}: {verdict}")
+        for reason in decision.reasons:
             print(f"  {reason}")

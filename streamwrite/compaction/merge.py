@@ -1,14 +1,16 @@
 """Writing a merged segment: the row groups of old segments, in order, into a new one.
 
-Each source row group takes one of three ways (:class:`Merger`)::
+The async shell over :class:`streamwrite.layout.compaction.MergePlan`, which decides the way
+of each source row group (raw copy, physical, Arrow) and when held-back rows become a row
+group; this module reads the row groups that way and executes the plan's actions::
 
-    raw copy    full-size (>= small_fraction * target rows), unencrypted, nothing held back:
-                its column chunks are copied as bytes (layout/raw_copy.py)
-    physical    small, unencrypted, no sort: its column chunks are read as compressed bytes
-                and held back; every target_rows of them become one MergeChunkJob per column
-                that the executor's workers decode and re-encode (no Arrow on the way)
-    Arrow       encrypted sources, or sort_by_timestamp: decoded here (decrypted) into Arrow,
-                held back, sorted if asked, re-encoded by row_group_jobs
+    RAW_COPY    the source's column chunks are read as bytes (layout/raw_copy.py); an
+                UnsupportedError (a chunk stored in another file...) falls back to decoding
+    PHYSICAL    its column chunks are read as compressed bytes and held back; every held
+                row group becomes one MergeChunkJob per column that the executor's workers
+                decode and re-encode (no Arrow on the way)
+    ARROW       decoded here (decrypted) into Arrow, held back, sorted if asked, re-encoded
+                by row_group_jobs (re-encrypted under the new segment's keys and ordinals)
 
 Up to ``MAX_ENCODING`` merged row groups are encoded at once while the next ones are read, and
 the ready ones are committed (in order, in the background) every ``COMMIT_BYTES``.
@@ -19,25 +21,32 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import pyarrow as pa
 import pyarrow.compute as pc
 from anyio.abc import TaskGroup
 
+from streamwrite.compaction.host import CompactionHost
+from streamwrite.crypto.decryption import DecryptionConfig
+from streamwrite.encode import chunk_settings, row_group_jobs
 from streamwrite.errors import UnsupportedError
-from streamwrite.layout.file_writer import chunk_settings
+from streamwrite.format.chunk import EncodedChunk
+from streamwrite.layout.compaction import (
+    CopyRaw,
+    EncodeHeld,
+    HoldRows,
+    MergeAction,
+    MergePlan,
+    SortHeld,
+    Way,
+)
 from streamwrite.layout.raw_copy import copy_row_group
 from streamwrite.live.file import EncodedRowGroup, LiveFile
 from streamwrite.pool.gate import BACKGROUND
 from streamwrite.reader.file import ParquetFile
-from streamwrite.writer import row_group_jobs
-from workers.chunk import EncodedChunk
 from workers.jobs import Job, MergeChunkJob, SourceChunk
-
-if TYPE_CHECKING:
-    from streamwrite.table.api import Table
 
 __all__ = ["COMMIT_BYTES", "MAX_ENCODING", "Merger", "merge_segment"]
 
@@ -71,13 +80,13 @@ class _Rows:
         return replace(self, row_start=self.row_start + offset, row_stop=stop)
 
 
-def _merge_jobs(table: Table, pieces: list[_Rows]) -> list[Job]:
+def _merge_jobs(host: CompactionHost, pieces: list[_Rows]) -> list[Job]:
     """One job per column: decode the pieces' chunks and encode their rows as one chunk."""
     verify = all(piece.verify_checksums for piece in pieces)
     max_page = min(piece.max_decompressed_page_size for piece in pieces)
     return [
         MergeChunkJob(
-            chunk_settings(spec, table.options),
+            chunk_settings(spec, host.options),
             tuple(
                 replace(piece.sources[column], row_start=piece.row_start, row_stop=piece.row_stop)
                 for piece in pieces
@@ -85,7 +94,7 @@ def _merge_jobs(table: Table, pieces: list[_Rows]) -> list[Job]:
             verify,
             max_page,
         )
-        for column, spec in enumerate(table.parquet_schema.columns)
+        for column, spec in enumerate(host.parquet_schema.columns)
     ]
 
 
@@ -95,11 +104,11 @@ def _job_size(job: Job) -> int:
     return 0
 
 
-async def _run_largest_first(table: Table, jobs: list[Job]) -> list[EncodedChunk]:
+async def _run_largest_first(host: CompactionHost, jobs: list[Job]) -> list[EncodedChunk]:
     """Run ``jobs`` biggest first (the pool's workers finish closer together), behind the
     appends' jobs (:mod:`streamwrite.pool.gate`); results in job order."""
     order = sorted(range(len(jobs)), key=lambda i: -_job_size(jobs[i]))
-    results = await table.executor.run_all([jobs[i] for i in order], BACKGROUND)
+    results = await host.executor.run_all([jobs[i] for i in order], BACKGROUND)
     chunks: list[EncodedChunk | None] = [None] * len(jobs)
     for position, index in enumerate(order):
         chunks[index] = results[position]
@@ -132,40 +141,22 @@ class _Slot:
 
 
 class Merger:
-    """Feeds a new segment, in row order: row groups at the target size raw, small ones
-    merged and re-encoded.
-
-    Small rows are held back until they make a row group of ``target_rows``. A full-size
-    row group arriving behind held-back rows: if those are not small themselves they become
-    a row group and the full one is copied raw; else the full one is decoded and joins them
-    in one row group (at most ``(1 + small_fraction) * target_rows``), so that one small
-    commit does not force everything after it through the encoder.
+    """Feeds a new segment, in row order, executing a :class:`MergePlan`'s actions: raw
+    row groups as they come, held-back rows encoded by the executor.
 
     Up to ``MAX_ENCODING`` row groups are encoded by the executor while the next ones are
     read; slots keep their order, and whatever is ready is committed every ``COMMIT_BYTES``.
     """
 
     def __init__(
-        self,
-        table: Table,
-        live: LiveFile,
-        target_rows: int,
-        small_rows: float,
-        sort: bool,
-        physical: bool,
-        task_group: TaskGroup,
+        self, host: CompactionHost, live: LiveFile, plan: MergePlan, task_group: TaskGroup
     ) -> None:
-        self._table = table
+        self._host = host
         self._live = live
-        self._target_rows = target_rows
-        self.small_rows = small_rows
-        """Row groups with fewer rows are small."""
-        self._sort = sort
-        self.physical = physical
-        """Small rows travel as compressed chunks a worker decodes (else as Arrow tables)."""
+        self.plan = plan
         self._task_group = task_group
-        self._pending: list[pa.Table] = []
-        self._pending_rows = 0
+        self._pending: list[Any] = []
+        """Held-back rows: ``_Rows`` (physical) or Arrow tables."""
         self._slots: list[_Slot] = []
         self._ready = 0
         """The leading slots known to be done, and their encoded bytes."""
@@ -174,41 +165,40 @@ class Merger:
         """Set when the last commit started so far is done (commits run in the background)."""
         self._committed.set()
         self._encoding = anyio.Semaphore(MAX_ENCODING)
-        self._num_row_groups = 0
-        self.raw = 0
-        self.reencoded = 0
 
-    async def add_raw(self, row_group: EncodedRowGroup) -> None:
-        self._slots.append(_Slot(row_group))
-        self.raw += 1
-        await self._commit_ready()
+    @property
+    def raw(self) -> int:
+        """Row groups copied raw so far."""
+        return self.plan.num_raw
 
-    async def add_rows(self, rows: pa.Table | _Rows, *, absorb: bool = False) -> None:
-        """Hold ``rows`` back (``absorb``: a full row group joining held-back small rows,
-        encoded with them as one)."""
-        self._pending.append(rows)
-        self._pending_rows += rows.num_rows
-        if self._sort:
-            return
-        if absorb:
-            await self._encode_pending(self._pending_rows)
-        while self._pending_rows >= self._target_rows:
-            await self._encode_pending(self._target_rows)
+    @property
+    def reencoded(self) -> int:
+        """Row groups re-encoded so far."""
+        return self.plan.num_reencoded
 
-    def can_take_raw(self) -> bool:
-        """A full row group may be copied raw now (held-back rows, if any, are flushed
-        first because they are not small)."""
-        return not self._sort and (self._pending_rows == 0 or self._pending_rows >= self.small_rows)
+    async def execute(
+        self, actions: list[MergeAction], data: EncodedRowGroup | pa.Table | _Rows | None = None
+    ) -> None:
+        """Execute the plan's ``actions`` in order; ``data`` is the source row group they
+        were returned for, read the way it was offered (None for :meth:`MergePlan.finish`)."""
+        for action in actions:
+            if isinstance(action, HoldRows):
+                self._pending.append(data)
+            elif isinstance(action, CopyRaw):
+                assert isinstance(data, tuple)
+                self._slots.append(_Slot(data))
+                await self._commit_ready()
+            elif isinstance(action, EncodeHeld):
+                await self._encode_held(action)
+            elif isinstance(action, SortHeld):
+                rows = pa.concat_tables(self._pending)
+                order = pc.sort_indices(rows, [(action.column, "ascending")])
+                self._pending = [rows.take(order)]
 
-    async def flush_held_back(self) -> None:
-        """Encode the held-back rows as one row group (before a raw one)."""
-        if self._pending_rows:
-            await self._encode_pending(self._pending_rows)
-
-    async def _encode_pending(self, num_rows: int) -> None:
+    async def _encode_held(self, action: EncodeHeld) -> None:
         taken: list[Any] = []
         rest: list[Any] = []
-        needed = num_rows
+        needed = action.num_rows
         for piece in self._pending:
             if needed >= piece.num_rows:
                 taken.append(piece)
@@ -219,17 +209,15 @@ class Merger:
                 rest.append(piece)
             needed -= piece.num_rows
         self._pending = rest
-        self._pending_rows -= num_rows
-        table = self._table
+        host = self._host
         jobs: list[Job]
         if taken and isinstance(taken[0], _Rows):
-            jobs = _merge_jobs(table, taken)
+            jobs = _merge_jobs(host, taken)
         else:
-            ordinal = self._num_row_groups + len(self._slots)
             piece = pa.concat_tables(taken)
             jobs = list(
                 row_group_jobs(
-                    piece, table.parquet_schema, table.options, self._live.encryptor, ordinal
+                    piece, host.parquet_schema, host.options, self._live.encryptor, action.ordinal
                 )
             )
         slot = _Slot()
@@ -238,7 +226,7 @@ class Merger:
 
         async def encode() -> None:
             try:
-                slot.row_group = (await _run_largest_first(table, jobs), num_rows)
+                slot.row_group = (await _run_largest_first(host, jobs), action.num_rows)
             except Exception as exc:  # raised to the merger; cancellation propagates
                 slot.error = exc
             finally:
@@ -246,17 +234,7 @@ class Merger:
                 slot.done.set()
 
         self._task_group.start_soon(encode)
-        self.reencoded += 1
         await self._commit_ready()
-
-    async def flush_rows(self, timestamp: str | None) -> None:
-        """Encode every pending row (sorted first, if asked)."""
-        if self._sort and timestamp is not None and self._pending:
-            rows = pa.concat_tables(self._pending)
-            order = pc.sort_indices(rows, [(timestamp, "ascending")])
-            self._pending = [rows.take(order)]
-        while self._pending_rows:
-            await self._encode_pending(min(self._target_rows, self._pending_rows))
 
     async def _commit_ready(self, final: bool = False) -> None:
         """Commit the leading ready row groups once they hold ``COMMIT_BYTES`` (all of
@@ -267,7 +245,6 @@ class Merger:
             self._ready += 1
         if self._ready and (self._ready_bytes >= COMMIT_BYTES or final):
             row_groups = [await slot.result() for slot in self._slots[: self._ready]]
-            self._num_row_groups += self._ready
             del self._slots[: self._ready]
             self._ready = self._ready_bytes = 0
             previous, done = self._committed, anyio.Event()
@@ -282,9 +259,9 @@ class Merger:
 
             self._task_group.start_soon(commit)  # reading goes on during the fsync
 
-    async def finish(self, timestamp: str | None) -> int:
+    async def finish(self) -> int:
         """Encode and commit the rest; returns the committed size."""
-        await self.flush_rows(timestamp)
+        await self.execute(self.plan.finish())
         await self._commit_ready(final=True)
         await self._committed.wait()
         return self._live.last_commit.parquet_size
@@ -304,29 +281,27 @@ async def merge_segment(
     size: int,
     row_group_rows: tuple[int, ...],
     encrypted: bool,
-    decryption: Any,
+    decryption: DecryptionConfig | None,
 ) -> None:
-    """Feed the row groups of one segment (at committed ``size``) to ``merger``; its footer
-    is read once."""
+    """Feed the row groups of one segment (at committed ``size``) to ``merger``, each read
+    the way its plan says; the segment's footer is read once."""
     pf = await anyio.to_thread.run_sync(
         functools.partial(ParquetFile, directory, snapshot=size, decryption=decryption)
     )
+    plan = merger.plan
     try:
         for index, rows in enumerate(row_group_rows):
-            full = rows >= merger.small_rows
-            raw = full and not encrypted and merger.can_take_raw()
-            if raw:
+            way = plan.way(rows, encrypted=encrypted)
+            data: EncodedRowGroup | pa.Table | _Rows | None = None
+            if way is Way.RAW_COPY:
                 try:
-                    row_group = await anyio.to_thread.run_sync(_raw_row_group, pf, index, size)
+                    data = await anyio.to_thread.run_sync(_raw_row_group, pf, index, size)
                 except UnsupportedError:
-                    raw = False
-                else:
-                    await merger.flush_held_back()
-                    await merger.add_raw(row_group)
-            if not raw:
-                # encrypted sources, or a sort: decoded here into Arrow
-                reader = _read_sources if merger.physical else ParquetFile.read_row_group
-                rows_read = await anyio.to_thread.run_sync(reader, pf, index)
-                await merger.add_rows(rows_read, absorb=full)
+                    way = plan.fallback
+            if way is Way.PHYSICAL:
+                data = await anyio.to_thread.run_sync(_read_sources, pf, index)
+            elif way is Way.ARROW:
+                data = await anyio.to_thread.run_sync(ParquetFile.read_row_group, pf, index)
+            await merger.execute(plan.offer(rows, way), data)
     finally:
         pf.close()

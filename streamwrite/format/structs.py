@@ -61,7 +61,7 @@ from streamwrite.format.structs_index import (
     Uncompressed,
     XxHash,
 )
-from streamwrite.format.thrift.codec import (
+from streamwrite.format.thrift.plan import (
     BINARY,
     BOOL,
     DOUBLE,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from streamwrite.format.thrift.codec import (
+from streamwrite.format.thrift.plan import (
     BINARY,
     BOOL,
     STRING,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from streamwrite.format.enums import BoundaryOrder
-from streamwrite.format.thrift.codec import (
+from streamwrite.format.thrift.plan import (
     BINARY,
     BOOL,
     I32,

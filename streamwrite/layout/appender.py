@@ -44,9 +44,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import Generic
 
-from streamwrite.arrow.schema import ParquetSchema
 from streamwrite.errors import (
     EncryptionError,
     LimitError,
@@ -54,6 +53,8 @@ from streamwrite.errors import (
 )
 from streamwrite.format import structs as t
 from streamwrite.format.aad import MAX_ORDINAL, ModuleType
+from streamwrite.format.chunk import EncodedChunk
+from streamwrite.format.footer import KV_COMMIT_SEQ, KV_PREV_SIZE
 from streamwrite.format.sidecar.codec import (
     FEATURE_BLOOM_FILTERS,
     FEATURE_BLOOM_FILTERS_EXTERNAL,
@@ -68,13 +69,10 @@ from streamwrite.format.sidecar.codec import (
 )
 from streamwrite.format.thrift.codec import deserialize
 from streamwrite.layout.actions import Action, Fsync, LiveFileName, WriteAt
-from streamwrite.layout.file_writer import KV_COMMIT_SEQ, KV_PREV_SIZE, FileWriter
+from streamwrite.layout.file_writer import FileWriter
+from streamwrite.layout.ports import EncryptorPort, EncryptorT, SchemaPort
 from streamwrite.layout.recovery import FooterVersion, ReadAt
 from streamwrite.options import WriteOptions
-from workers.chunk import EncodedChunk
-
-if TYPE_CHECKING:
-    from streamwrite.crypto.encryption import FileEncryptor
 
 __all__ = [
     "Appender",
@@ -99,10 +97,13 @@ PM = LiveFileName.PM
 
 @dataclass(frozen=True, slots=True)
 class Commit:
-    """An acknowledged commit: the file's state right after it.
+    """One committed version of a live file: the file's state right after that commit.
 
+    ``LiveFile.append`` returns it; ``LiveFile.snapshots()`` lists one per version, oldest
+    first. ``seq`` numbers the commits (0: the empty file made when the file was created);
     ``parquet_size`` is the committed size of ``data.parquet`` (a valid Parquet file, and the
-    snapshot token); ``num_rows`` and ``num_row_groups`` count the whole file at that size.
+    snapshot token: ``read_table(path, snapshot=commit.parquet_size)``); ``num_rows`` and
+    ``num_row_groups`` count the whole file at that size.
     """
 
     seq: int
@@ -131,7 +132,7 @@ class AppenderState(Enum):
 
 
 def sidecar_header(
-    schema: ParquetSchema, options: WriteOptions, bloom_columns: Sequence[int] | None = None
+    schema: SchemaPort, options: WriteOptions, bloom_columns: Sequence[int] | None = None
 ) -> SidecarHeader:
     """The ``_pm`` header of a live file with this schema and these options.
 
@@ -164,7 +165,7 @@ def sidecar_header(
     )
 
 
-def column_meta_from_encryptor(encryptor: FileEncryptor) -> ColumnMetaOf:
+def column_meta_from_encryptor(encryptor: EncryptorPort) -> ColumnMetaOf:
     """A :data:`ColumnMetaOf` decrypting with the ciphers of the file's own encryptor.
 
     Raises (when called):
@@ -275,7 +276,7 @@ def _bloom_columns(row_groups: Sequence[t.RowGroup], column_meta: ColumnMetaOf |
 
 
 def rebuild_sidecar(
-    schema: ParquetSchema,
+    schema: SchemaPort,
     options: WriteOptions,
     versions: Sequence[FooterVersion],
     read: ReadAt,
@@ -321,12 +322,16 @@ def rebuild_sidecar(
     return bytes(out)
 
 
-class Appender:
-    """Turns row groups into the ordered actions of a commit and tracks the committed state."""
+class Appender(Generic[EncryptorT]):
+    """Turns row groups into the ordered actions of a commit and tracks the committed state.
+
+    Generic over the encryptor its :class:`FileWriter` holds (see
+    :data:`streamwrite.layout.ports.EncryptorT`).
+    """
 
     def __init__(
         self,
-        writer: FileWriter,
+        writer: FileWriter[EncryptorT],
         sidecar: SidecarWriter,
         header: SidecarHeader,
         *,
@@ -354,8 +359,8 @@ class Appender:
 
     @classmethod
     def create(
-        cls, schema: ParquetSchema, options: WriteOptions, encryptor: FileEncryptor | None = None
-    ) -> tuple[Appender, PendingCommit]:
+        cls, schema: SchemaPort, options: WriteOptions, encryptor: EncryptorT | None = None
+    ) -> tuple[Appender[EncryptorT], PendingCommit]:
         """A new, empty live file: commit 0 holds the schema and no row groups.
 
         ``encryptor`` (its ``aad_file_unique`` and data keys) encrypts the file for its life.

@@ -31,7 +31,8 @@ Encrypted files (``encryptor`` given; spec 7.3, DESIGN section 5)::
 ``length`` covers everything between the page indexes and itself. Chunks arrive already
 encrypted (pages and bloom filters, by the workers); here the ColumnMetaData of each encrypted
 column becomes ``encrypted_column_metadata`` (see
-:meth:`streamwrite.crypto.encryption.FileEncryptor.seal_column_chunk`) once its offsets are final,
+:meth:`streamwrite.layout.ports.EncryptorPort.seal_column_chunk`, which
+:class:`streamwrite.crypto.encryption.FileEncryptor` implements) once its offsets are final,
 and every RowGroup carries its ``ordinal`` (at most 32767).
 """
 
@@ -39,49 +40,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, cast
+from typing import Generic, cast
 
-import pyarrow as pa
-
-from streamwrite.arrow.schema import ColumnSpec, ParquetSchema, encode_arrow_schema
 from streamwrite.errors import ConfigError
 from streamwrite.format import structs as t
 from streamwrite.format.aad import ModuleType
+from streamwrite.format.chunk import EncodedChunk
+from streamwrite.format.footer import FORMAT_VERSION, MAGIC
 from streamwrite.format.thrift.codec import Serialized, serialize
+from streamwrite.layout.ports import EncryptorT, SchemaPort
 from streamwrite.options import WriteOptions
-from workers.chunk import ChunkSettings, EncodedChunk
 
-if TYPE_CHECKING:
-    from streamwrite.crypto.encryption import FileEncryptor
-
-__all__ = ["KV_COMMIT_SEQ", "KV_PREV_SIZE", "MAGIC", "FileWriter", "chunk_settings"]
-
-MAGIC = b"PAR1"
-KV_PREV_SIZE = "streamwrite.prev_size"
-"""Footer key/value: the committed data.parquet size before this footer's commit (live files)."""
-KV_COMMIT_SEQ = "streamwrite.commit_seq"
-"""Footer key/value: the commit sequence number of this footer (live files, from 0)."""
-FORMAT_VERSION = 2
-
-
-def chunk_settings(spec: ColumnSpec, options: WriteOptions) -> ChunkSettings:
-    """The encoder settings of one column under ``options``."""
-    return ChunkSettings(
-        path_in_schema=(spec.name,),
-        physical_type=spec.physical_type,
-        type_length=spec.type_length,
-        max_definition_level=spec.max_definition_level,
-        sort_order=spec.sort_order,
-        column=options.column(spec.name),
-        data_page_size=options.data_page_size,
-        data_page_row_limit=options.data_page_row_limit,
-        dictionary_page_size_limit=options.dictionary_page_size_limit,
-        data_page_version=options.data_page_version,
-        write_page_index=options.write_page_index,
-        write_page_checksum=options.write_page_checksum,
-        statistics_truncate_length=options.statistics_truncate_length,
-        dictionary_typed=pa.types.is_dictionary(spec.field.type),
-    )
+__all__ = ["FileWriter"]
 
 
 def _rebase(chunk: EncodedChunk, base: int) -> tuple[t.ColumnMetaData, t.OffsetIndex | None]:
@@ -106,15 +76,19 @@ def _rebase(chunk: EncodedChunk, base: int) -> tuple[t.ColumnMetaData, t.OffsetI
     return meta, offset_index
 
 
-class FileWriter:
-    """Counts offsets and builds the metadata of a Parquet file being written."""
+class FileWriter(Generic[EncryptorT]):
+    """Counts offsets and builds the metadata of a Parquet file being written.
+
+    ``schema`` is the Parquet side of the file's schema and ``encryptor`` its encryption
+    state (see :mod:`streamwrite.layout.ports`).
+    """
 
     def __init__(
         self,
-        schema: ParquetSchema,
+        schema: SchemaPort,
         options: WriteOptions,
         start_offset: int = 0,
-        encryptor: FileEncryptor | None = None,
+        encryptor: EncryptorT | None = None,
     ):
         self.schema = schema
         self.options = options
@@ -127,7 +101,7 @@ class FileWriter:
             tuple[t.ColumnChunk, t.ColumnIndex | None, t.OffsetIndex | None, int, int]
         ] = []
         self._row_group_bytes = Serialized(t.RowGroup, b"", 0)
-        self._arrow_schema = encode_arrow_schema(schema.arrow_schema)
+        self._arrow_schema = schema.arrow_schema_value
         self.last_footer_offset = 0
         self.last_footer_length = 0
         self._sorting = [
@@ -146,13 +120,13 @@ class FileWriter:
     @classmethod
     def resume(
         cls,
-        schema: ParquetSchema,
+        schema: SchemaPort,
         options: WriteOptions,
         metadata: t.FileMetaData,
         footer_offset: int,
         footer_length: int,
-        encryptor: FileEncryptor | None = None,
-    ) -> FileWriter:
+        encryptor: EncryptorT | None = None,
+    ) -> FileWriter[EncryptorT]:
         """Continue a file whose last footer (``metadata``) sits at ``footer_offset``.
 
         An encrypted file continues with ``encryptor``, which must hold the file's own

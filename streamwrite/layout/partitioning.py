@@ -1,4 +1,4 @@
-"""Routing rows to time partitions by the designated timestamp (vectorised, no I/O).
+"""Time partitions of a table: their names and the checks of the partitioning options (pure).
 
 Partition names are directory names in the Hive convention ``<column>=<value>``, which Spark's
 partition discovery, DuckDB's ``hive_partitioning``, pyarrow's ``partitioning="hive"`` (the
@@ -23,33 +23,32 @@ refused, and the timestamp column of a
 partitioned table must have a name that is a plain directory name (letters, digits, ``_`` and
 ``-``, not starting with ``_`` or ``-``: pyarrow skips directories starting with ``_``).
 
-Timestamps are read in their own unit, as UTC (a time zone on the type only changes how they
-are displayed). Rows of one batch may fall in several partitions and in old ones (late rows):
-each group of rows goes to its partition, in order of first appearance.
+Routing rows to partitions (numpy over the Arrow timestamp column) is the shell's part:
+:mod:`streamwrite.arrow.partitioning`, which names partitions with :func:`partition_name`.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-import numpy as np
-import numpy.typing as npt
-import pyarrow as pa
-
-from streamwrite.errors import ConfigError, SchemaError
+from streamwrite.errors import ConfigError
 from streamwrite.format.txn import UNPARTITIONED, UNPARTITIONED_COLUMN
 
 __all__ = [
     "PARTITION_BY",
+    "PARTITION_NAME_LENGTH",
     "UNPARTITIONED",
-    "check_timestamp_field",
+    "check_partitioning",
     "partition_column",
     "partition_name",
-    "split_by_partition",
 ]
 
 PARTITION_BY = {"hour": "h", "day": "D", "month": "M"}
-_NAME_LENGTH = {"h": 13, "D": 10, "M": 7}
+"""``partition_by`` values and the numpy datetime64 unit of each period."""
+PARTITION_NAME_LENGTH = {"h": 13, "D": 10, "M": 7}
+"""Characters of an ISO 8601 time kept in a partition value, per period unit
+(``2026-11-22T13``, ``2026-11-22``, ``2026-11``)."""
 _DIRECTORY_SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
 
@@ -66,10 +65,26 @@ def partition_name(timestamp: str | None, partition_by: str | None, value: str) 
     return f"{partition_column(timestamp, partition_by)}={value}"
 
 
-def check_timestamp_field(
-    schema: pa.Schema, timestamp: str | None, partition_by: str | None
+def check_partitioning(
+    column_names: Sequence[str],
+    timestamp: str | None,
+    partition_by: str | None,
+    timestamp_type: str | None = None,
 ) -> None:
-    """Raise ConfigError unless the options name a usable designated timestamp."""
+    """Raise ConfigError unless the options name a usable designated timestamp.
+
+    Args:
+        column_names: The table's column names.
+        timestamp: The designated timestamp column, or None.
+        partition_by: ``"hour"``, ``"day"``, ``"month"`` or None.
+        timestamp_type: The type of the ``timestamp`` column as the user knows it
+            (``"int64"``) when it is not a timestamp type; None when it is one.
+
+    Raises:
+        ConfigError: ``partition_by`` is unknown or has no timestamp; the timestamp is not a
+            column, not a timestamp, or (partitioned) not a plain directory name; a column
+            has the name of the partition column engines add.
+    """
     if partition_by is not None and partition_by not in PARTITION_BY:
         raise ConfigError(
             f"partition_by must be one of {sorted(PARTITION_BY)} or None, got {partition_by!r}."
@@ -77,19 +92,18 @@ def check_timestamp_field(
     if partition_by is not None and timestamp is None:
         raise ConfigError("partition_by needs a designated timestamp column (timestamp=...).")
     if timestamp is None:
-        _check_no_clash(schema, UNPARTITIONED_COLUMN, "keep the table unpartitioned")
+        _check_no_clash(column_names, UNPARTITIONED_COLUMN, "keep the table unpartitioned")
         return
-    if timestamp not in schema.names:
+    if timestamp not in column_names:
         raise ConfigError(
-            f"The designated timestamp {timestamp!r} is not a column of {schema.names}."
+            f"The designated timestamp {timestamp!r} is not a column of {list(column_names)}."
         )
-    if not pa.types.is_timestamp(schema.field(timestamp).type):
+    if timestamp_type is not None:
         raise ConfigError(
-            f"The designated timestamp {timestamp!r} has type {schema.field(timestamp).type}, "
-            "not a timestamp."
+            f"The designated timestamp {timestamp!r} has type {timestamp_type}, not a timestamp."
         )
     if partition_by is None:
-        _check_no_clash(schema, UNPARTITIONED_COLUMN, "keep the table unpartitioned")
+        _check_no_clash(column_names, UNPARTITIONED_COLUMN, "keep the table unpartitioned")
         return
     if not _DIRECTORY_SAFE.fullmatch(timestamp):
         raise ConfigError(
@@ -99,67 +113,15 @@ def check_timestamp_field(
             "'_' or '-'. Rename the column."
         )
     _check_no_clash(
-        schema, partition_column(timestamp, partition_by), "partition by another period"
+        column_names, partition_column(timestamp, partition_by), "partition by another period"
     )
 
 
-def _check_no_clash(schema: pa.Schema, column: str, alternative: str) -> None:
-    clash = [name for name in schema.names if name.lower() == column.lower()]
+def _check_no_clash(column_names: Sequence[str], column: str, alternative: str) -> None:
+    clash = [name for name in column_names if name.lower() == column.lower()]
     if clash:
         raise ConfigError(
             f"The column {clash[0]!r} has the name of the partition column {column!r} that "
             f"engines (Spark, DuckDB, pyarrow) add from the partition directories "
             f"({column}=...); rename the column, or {alternative}."
         )
-
-
-def _partition_ids(values: npt.NDArray[np.int64], unit: str, code: str) -> npt.NDArray[np.int64]:
-    stamps = values.astype(f"datetime64[{unit}]")
-    return stamps.astype(f"datetime64[{code}]").astype(np.int64)
-
-
-def split_by_partition(
-    table: pa.Table, timestamp: str | None, partition_by: str | None
-) -> list[tuple[str, pa.Table]]:
-    """Split ``table`` into per-partition tables, in order of each partition's first row.
-
-    Returns:
-        ``(partition name, rows)`` pairs; row order within a partition is kept.
-
-    Raises:
-        SchemaError: the designated timestamp has nulls.
-    """
-    if partition_by is None or table.num_rows == 0:
-        return [(UNPARTITIONED, table)] if table.num_rows else []
-    assert timestamp is not None  # check_timestamp_field: partition_by needs one
-    column = table.column(timestamp).combine_chunks()
-    if column.null_count:
-        raise SchemaError(
-            f"The designated timestamp {timestamp!r} holds {column.null_count} nulls; "
-            "every row needs a timestamp to find its partition."
-        )
-    code = PARTITION_BY[partition_by]
-    unit = column.type.unit
-    values = np.asarray(column.cast(pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
-    ids = _partition_ids(values, unit, code)
-    if ids.shape[0] and ids.min() == ids.max():
-        return [(_partition(timestamp, partition_by, int(ids[0]), code), table)]
-    unique, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
-    # Rows sorted by partition (stable keeps their order), then cut at partition boundaries.
-    row_order = np.argsort(inverse, kind="stable")
-    counts = np.bincount(inverse, minlength=unique.shape[0])
-    bounds = np.concatenate([[0], np.cumsum(counts)])
-    sorted_rows = table.take(pa.array(row_order))
-    return [
-        (
-            _partition(timestamp, partition_by, int(unique[k]), code),
-            sorted_rows.slice(int(bounds[k]), int(counts[k])),
-        )
-        for k in order
-    ]
-
-
-def _partition(timestamp: str, partition_by: str, partition_id: int, code: str) -> str:
-    stamp = np.array([partition_id], dtype=np.int64).view(f"datetime64[{code}]")
-    return partition_name(timestamp, partition_by, str(stamp[0])[: _NAME_LENGTH[code]])

@@ -1,10 +1,10 @@
 """Raw copy: turn the column chunks of an existing row group back into EncodedChunks (no I/O).
 
 Compaction places row groups of older files in a new file without decoding a page: each
-column chunk of the source becomes the :class:`~workers.chunk.EncodedChunk` the encoder would
-have produced for it, and :class:`~streamwrite.layout.file_writer.FileWriter` rebases and
-places it like any other. Byte ranges read per column chunk (absolute source offsets, each
-checked to lie in ``[4, file_size)``; parquet-format "File Format", PageIndex.md,
+column chunk of the source becomes the :class:`~streamwrite.format.chunk.EncodedChunk` the
+encoder would have produced for it, and :class:`~streamwrite.layout.file_writer.FileWriter`
+rebases and places it like any other. Byte ranges read per column chunk (absolute source
+offsets, each checked to lie in ``[4, file_size)``; parquet-format "File Format", PageIndex.md,
 BloomFilter.md)::
 
     chunk        := [dictionary page] data page*      [start, start + total_compressed_size)
@@ -39,9 +39,9 @@ from typing import TypeVar
 
 from streamwrite.errors import CorruptFileError, FormatError, UnsupportedError
 from streamwrite.format import structs as t
+from streamwrite.format.chunk import EncodedChunk
 from streamwrite.format.thrift.codec import deserialize
 from streamwrite.layout.recovery import ReadAt
-from workers.chunk import EncodedChunk
 
 __all__ = ["copy_column_chunk", "copy_row_group"]
 

@@ -53,6 +53,7 @@ from streamwrite.errors import (
     UnsupportedError,
 )
 from streamwrite.format import structs as t
+from streamwrite.format.footer import KV_COMMIT_SEQ, KV_PREV_SIZE
 from streamwrite.format.sidecar.codec import (
     Sidecar,
     parquet_footer_checksum,
@@ -61,7 +62,6 @@ from streamwrite.format.sidecar.codec import (
 )
 from streamwrite.format.thrift.codec import deserialize
 from streamwrite.layout.actions import Action, Fsync, LiveFileName, Truncate, WriteAt
-from streamwrite.layout.file_writer import KV_COMMIT_SEQ, KV_PREV_SIZE
 
 __all__ = [
     "FooterKeys",

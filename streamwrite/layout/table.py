@@ -36,14 +36,8 @@ open live files; this machine holds the counts and names and decides. Time is an
     batch ids     decide_batch(app_id, batch_id)       NEW | REPLAY | STALE against the
                                                        published _txn (layout/batch_ids.py)
 
-    migration     plan_migration(record, names, ...)   format 2 -> 3: rename partition
-                                                       directories, fsync, publish _txn
-    recovery      plan_recovery(record, listing)       raises CorruptFileError before any action
-                                                       for damage; else the actions: retire
-                                                       renames, RemoveTree of what _txn never
-                                                       published, RecoverSegment of a listed
-                                                       segment not clean at its listed size
-                  verify_recovery(record, listing)     after them: every listed segment clean
+    recovery      plan_recovery, verify_recovery, plan_migration: the plans that bring a
+                  table directory back to its _txn (:mod:`streamwrite.layout.table_recovery`)
 
 A failed action (the shell's write, fsync, rename, live-file commit) is reported with
 :meth:`TableMachine.fail`: nothing more is committed; reopening recovers to the published
@@ -56,10 +50,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
-from streamwrite.errors import CorruptFileError, StateError
+from streamwrite.errors import StateError
 from streamwrite.format.txn import (
-    DATA_FILE,
-    RETIRED_DATA_FILE,
     TXN_FILE,
     Segment,
     TxnRecord,
@@ -71,8 +63,6 @@ from streamwrite.layout.actions import (
     CommitSegment,
     FsyncDirectory,
     FsyncFile,
-    RecoverSegment,
-    RemoveTree,
     Rename,
     TableAction,
     WriteFile,
@@ -81,16 +71,11 @@ from streamwrite.layout.batch_ids import BatchDecision, decide_batch
 
 __all__ = [
     "CommitPolicy",
-    "PartitionListing",
-    "SegmentListing",
     "TableMachine",
     "TableState",
     "TableUnit",
     "next_segment_numbers",
-    "plan_migration",
-    "plan_recovery",
     "publish_txn",
-    "verify_recovery",
 ]
 
 
@@ -457,177 +442,3 @@ class TableMachine:
             self._sealed.discard(key)
             del self._committed[key], self._given[key]
         return done
-
-
-# -- recovery ---------------------------------------------------------------------------------
-
-
-def plan_migration(
-    record: TxnRecord, names: Mapping[str, str], existing: frozenset[str], table: str = "."
-) -> tuple[TxnRecord, tuple[TableAction, ...]]:
-    """The migration of a format-2 table to format 3 (``streamwrite.table.recovery`` states
-    its crash rules): rename each partition directory (``names``: old -> new) still under its
-    old name, fsync the table directory, publish the renamed record (the commit point).
-
-    Args:
-        record: the format-2 record.
-        names: each partition's new name.
-        existing: the directory names in the table directory now.
-        table: names the table directory in error messages.
-
-    Returns:
-        The record to publish and the actions (the last of them publish it).
-
-    Raises:
-        CorruptFileError: a partition is there under both names (before any action).
-    """
-    actions: list[TableAction] = []
-    for old, new in sorted(names.items()):
-        if old == new:
-            continue
-        if old in existing and new in existing:
-            raise CorruptFileError(
-                f"The partition {old!r} of {table!r} is there under both its old name and "
-                f"its new one {new!r}; move the segments of one into the other by hand.",
-                0,
-            )
-        if old in existing:
-            actions.append(Rename(old, new))
-    migrated = record.renamed(names)
-    return migrated, (*actions, FsyncDirectory("."), *publish_txn(migrated))
-
-
-@dataclass(frozen=True, slots=True)
-class SegmentListing:
-    """What the shell found in a segment directory."""
-
-    data_size: int | None
-    """Size of ``data.parquet`` (None: absent)."""
-    retired_data: bool = False
-    """``_data.retired`` is there."""
-    committed_size: int | None = None
-    """The parquet size the newest commit of its ``_pm`` names (None: no intact ``_pm``)."""
-    footer_xxh64: int | None = None
-    """The footer XXH64 that commit records."""
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionListing:
-    """A partition directory: its segment directories (names ``seg-N``) by name."""
-
-    segments: Mapping[str, SegmentListing]
-
-
-def _missing_partitions(
-    record: TxnRecord, listing: Mapping[str, PartitionListing], table: str
-) -> None:
-    missing = [name for name in record.partitions if name not in listing]
-    if missing:
-        raise CorruptFileError(
-            f"Partition(s) {sorted(missing)} listed in _txn are missing from {table!r}.", 0
-        )
-
-
-def _checksum(path: str, segment: Segment, found: SegmentListing) -> None:
-    if segment.footer_xxh64 is None:  # committed before streamwrite recorded it
-        return
-    if found.footer_xxh64 != segment.footer_xxh64:
-        shown = "none" if found.footer_xxh64 is None else f"{found.footer_xxh64:#018x}"
-        raise CorruptFileError(
-            f"The segment {path!r} at its committed size {segment.size}: the table's _txn "
-            f"recorded Parquet footer XXH64 {segment.footer_xxh64:#018x}, its _pm records "
-            f"{shown}. The footer or _pm was damaged or replaced; nothing was changed.",
-            0,
-        )
-
-
-def _is_clean(segment: Segment, found: SegmentListing | None) -> bool:
-    """Its ``_pm``'s newest commit is the listed size and ``data.parquet`` ends there."""
-    return (
-        found is not None
-        and found.data_size == segment.size
-        and found.committed_size == segment.size
-    )
-
-
-def plan_recovery(
-    record: TxnRecord, listing: Mapping[str, PartitionListing], table: str = "."
-) -> tuple[TableAction, ...]:
-    """The actions that bring a table directory back to ``record`` (``listing``: its
-    partition directories, those not starting with ``.`` or ``_``), in order:
-
-    1. retired segments whose data file is still ``data.parquet``: rename it to
-       ``_data.retired``, fsync the segment directory;
-    2. partition directories ``record`` does not list: remove them (never published);
-    3. segment directories of listed partitions neither listed nor retired: remove them;
-    4. listed segments not clean (``data.parquet`` longer than the listed size, or ``_pm``
-       not naming it): :class:`RecoverSegment` (roll back to the listed size).
-
-    ``table`` names the table directory in error messages.
-
-    Returns:
-        The actions (empty for a clean table).
-
-    Raises:
-        CorruptFileError: before any action, when a listed partition or segment is missing,
-            or a clean segment's footer XXH64 is not the one ``_txn`` recorded.
-    """
-    _missing_partitions(record, listing, table)
-    retired = {r.path for r in record.retired}
-    actions: list[TableAction] = []
-    for path in sorted(retired):
-        partition, _, name = path.partition("/")
-        found = listing.get(partition, PartitionListing({})).segments.get(name)
-        if found is not None and found.data_size is not None:
-            actions += [
-                Rename(f"{path}/{DATA_FILE}", f"{path}/{RETIRED_DATA_FILE}"),
-                FsyncDirectory(path),
-            ]
-    for partition in sorted(listing):
-        if partition not in record.partitions:
-            actions += [RemoveTree(partition), FsyncDirectory(".")]
-    recover: list[TableAction] = []
-    for partition, segments in sorted(record.partitions.items()):
-        found_segments = listing[partition].segments
-        listed = {segment.name for segment in segments}
-        for name in sorted(found_segments):
-            if name not in listed and f"{partition}/{name}" not in retired:
-                actions += [RemoveTree(f"{partition}/{name}"), FsyncDirectory(partition)]
-        for segment in segments:
-            path = f"{partition}/{segment.name}"
-            found = found_segments.get(segment.name)
-            if found is None or found.data_size is None:
-                raise CorruptFileError(
-                    f"The segment {f'{table}/{path}'!r} listed in _txn is missing (it has no "
-                    f"{DATA_FILE}).",
-                    0,
-                )
-            if _is_clean(segment, found):
-                _checksum(f"{table}/{path}", segment, found)
-            else:
-                recover.append(RecoverSegment(path, segment.size))
-    return (*actions, *recover)
-
-
-def verify_recovery(
-    record: TxnRecord, listing: Mapping[str, PartitionListing], table: str = "."
-) -> None:
-    """Check a table directory after the actions of :func:`plan_recovery` ran (``table``
-    names it in error messages).
-
-    Raises:
-        CorruptFileError: a listed partition or segment is missing, not clean at its listed
-            size, or its footer XXH64 is not the one ``_txn`` recorded.
-    """
-    _missing_partitions(record, listing, table)
-    for partition, segments in sorted(record.partitions.items()):
-        for segment in segments:
-            path = f"{table}/{partition}/{segment.name}"
-            found = listing[partition].segments.get(segment.name)
-            if found is None or not _is_clean(segment, found):
-                raise CorruptFileError(
-                    f"The segment {path!r} does not end at its listed size {segment.size} "
-                    "after recovery.",
-                    0,
-                )
-            _checksum(path, segment, found)

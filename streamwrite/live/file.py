@@ -45,6 +45,7 @@ from streamwrite.arrow.schema_check import check_arrow_schema, check_sidecar_col
 from streamwrite.crypto.decryption import DecryptionConfig
 from streamwrite.crypto.encryption import FileEncryption, FileEncryptor
 from streamwrite.crypto.live_keys import LiveKeys
+from streamwrite.encode import as_table, check_write_options, encode_row_group
 from streamwrite.errors import (
     ConfigError,
     CorruptFileError,
@@ -52,6 +53,7 @@ from streamwrite.errors import (
     StateError,
     StreamwriteError,
 )
+from streamwrite.format.chunk import EncodedChunk
 from streamwrite.format.sidecar.codec import SidecarWriter, read_sidecar
 from streamwrite.io.local import ActionHook, LiveFileIO, fsync_directory
 from streamwrite.layout.actions import LiveFileName, Truncate
@@ -64,12 +66,10 @@ from streamwrite.layout.recovery import (
     plan_recovery,
     plan_rollback,
 )
-from streamwrite.live.info import Snapshot, snapshots_from_sidecar
+from streamwrite.live.info import snapshots_from_sidecar
 from streamwrite.options import BloomFilterOptions, WriteOptions, make_write_options
-from streamwrite.writer import as_table, check_write_options, encode_row_group
-from workers.chunk import EncodedChunk
 
-__all__ = ["Commit", "EncodedRowGroup", "LiveFile", "Snapshot", "recover"]
+__all__ = ["Commit", "EncodedRowGroup", "LiveFile", "open_live_file", "recover"]
 
 EncodedRowGroup = tuple[Sequence[EncodedChunk], int]
 """A row group's encoded column chunks (schema order) and its row count."""
@@ -181,7 +181,7 @@ def _resume_appender(
     schema: ParquetSchema,
     options: WriteOptions,
     encryptor: FileEncryptor | None,
-) -> Appender:
+) -> Appender[FileEncryptor]:
     """A commit state machine continuing after the plan's current (recovered) version."""
     current = plan.current
     writer = FileWriter.resume(
@@ -227,7 +227,7 @@ class LiveFile:
         self,
         directory: Path,
         io: LiveFileIO,
-        appender: Appender,
+        appender: Appender[FileEncryptor],
         schema: ParquetSchema,
         options: WriteOptions,
         recovery: RecoveryPlan | None,
@@ -252,8 +252,6 @@ class LiveFile:
         *,
         encryption: FileEncryption | None = None,
         decryption: DecryptionConfig | None = None,
-        _action_hook: ActionHook | None = None,
-        _data_file: str = LiveFileName.DATA.value,
         **write_options: Any,
     ) -> LiveFile:
         """Create the live file at ``path`` (a directory), or reopen it after recovering.
@@ -277,10 +275,8 @@ class LiveFile:
             EncryptionError: an encrypted file without keys, or keys that do not open it.
             StreamwriteError: the file is open for writing elsewhere.
         """
-        directory = Path(path)
-        keys = LiveKeys.of(encryption, decryption)
-        return await anyio.to_thread.run_sync(
-            cls._open_sync, directory, schema, write_options, _action_hook, keys, _data_file
+        return await open_live_file(
+            path, schema, encryption=encryption, decryption=decryption, **write_options
         )
 
     @classmethod
@@ -505,8 +501,13 @@ class LiveFile:
         )
         return self.last_commit
 
-    def snapshots(self) -> list[Snapshot]:
-        """Every committed version, oldest first, from the ``_pm`` footer chain."""
+    def snapshots(self) -> list[Commit]:
+        """Every committed version, oldest first, from the ``_pm`` footer chain.
+
+        Returns:
+            One :class:`~streamwrite.Commit` per version (the first, ``seq`` 0, is the empty
+            file); the last equals :attr:`last_commit`.
+        """
         self._check_open()
         return snapshots_from_sidecar(self._io.read(LiveFileName.PM, 0, self._appender.pm_size))
 
@@ -521,3 +522,32 @@ class LiveFile:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
+
+
+async def open_live_file(
+    path: str | Path,
+    schema: pa.Schema | None = None,
+    *,
+    encryption: FileEncryption | None = None,
+    decryption: DecryptionConfig | None = None,
+    action_hook: ActionHook | None = None,
+    data_file: str = LiveFileName.DATA.value,
+    **write_options: Any,
+) -> LiveFile:
+    """:meth:`LiveFile.open` with two settings of the package's own (not exported).
+
+    ``action_hook`` is called before each file action (tests raise from it to fail a commit
+    between two actions); ``data_file`` names the data file in the directory (a table's pending
+    segment writes ``_data.pending``, renamed to ``data.parquet`` just before it is published).
+
+    Returns:
+        The open live file, as :meth:`LiveFile.open`.
+
+    Raises:
+        ConfigError, CorruptFileError, EncryptionError, StreamwriteError: as :meth:`LiveFile.open`.
+    """
+    directory = Path(path)
+    keys = LiveKeys.of(encryption, decryption)
+    return await anyio.to_thread.run_sync(
+        LiveFile._open_sync, directory, schema, write_options, action_hook, keys, data_file
+    )

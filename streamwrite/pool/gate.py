@@ -12,6 +12,10 @@ behind compaction's and its commit latency jumps by a compaction job's length. T
 
 No job is preempted: an urgent job can still wait for one running background job when every
 worker is busy, which the reservation makes rare while appends are flowing.
+
+The window is measured on ``clock`` (``time.monotonic`` unless a test passes its own), read only
+when a job asks for a worker; the end of a window wakes nobody: a background waiter held back by
+the reservation takes the worker at the next ``acquire`` or ``release``.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import heapq
 import itertools
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import anyio
@@ -44,11 +49,25 @@ class _Waiter:
 
 
 class PriorityGate:
-    """Hands out ``size`` workers by priority (see the module docstring)."""
+    """Hands out ``size`` workers by priority (see the module docstring).
 
-    def __init__(self, size: int, urgent_window: float = URGENT_WINDOW) -> None:
+    Args:
+        size: The number of workers.
+        urgent_window: Seconds after an urgent ``acquire`` during which background jobs leave
+            one worker free.
+        clock: Seconds from an arbitrary start, never decreasing; ``time.monotonic`` by default.
+    """
+
+    def __init__(
+        self,
+        size: int,
+        urgent_window: float = URGENT_WINDOW,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._size = size
         self._urgent_window = urgent_window
+        self._clock = clock
         self._free = size
         self._waiters: list[_Waiter] = []
         self._seq = itertools.count()
@@ -57,7 +76,7 @@ class PriorityGate:
     def _may_take(self, priority: int) -> bool:
         if priority <= URGENT:
             return self._free > 0
-        busy_appending = time.monotonic() - self._last_urgent < self._urgent_window
+        busy_appending = self._clock() - self._last_urgent < self._urgent_window
         reserve = 1 if self._size > 1 and busy_appending else 0
         return self._free > reserve
 
@@ -78,7 +97,7 @@ class PriorityGate:
         """Wait for a worker (cancellation-safe: a worker granted to a cancelled waiter is
         passed on)."""
         if priority <= URGENT:
-            self._last_urgent = time.monotonic()
+            self._last_urgent = self._clock()
         waiter = _Waiter(priority, next(self._seq))
         heapq.heappush(self._waiters, waiter)
         self._dispatch()

@@ -1,6 +1,7 @@
-"""Executors for :func:`workers.jobs.run_job`: in a thread (inline) or in a process pool.
+"""The process pool executor: :func:`workers.jobs.run_job` in worker processes.
 
-Both run the same function on the same job, so their output is byte-identical.
+It runs the same function on the same job as :class:`~streamwrite.InlineExecutor`
+(:mod:`streamwrite.pool.executor`), so their output is byte-identical.
 
 :class:`ProcessPool` rules:
 
@@ -39,25 +40,22 @@ from multiprocessing.process import BaseProcess
 from multiprocessing.shared_memory import SharedMemory
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol
 
 import anyio
 
-from streamwrite.errors import ConfigError, StateError, StreamwriteError
+from streamwrite.errors import ConfigError, StateError, WorkerError
+from streamwrite.format.chunk import EncodedChunk
+from streamwrite.pool.executor import gather_in_order
 from streamwrite.pool.gate import URGENT, PriorityGate
 from streamwrite.pool.main_guard import check_main_guard
-from workers.chunk import EncodedChunk
-from workers.jobs import Job, run_job
+from workers.jobs import Job
 from workers.shm import Reply, job_nbytes, pack_job, worker_main
 
 __all__ = [
     "SEGMENT_PREFIX",
     "sweep_dead_segments",
     "WORKER_GLIBC_TUNABLES",
-    "Executor",
-    "InlineExecutor",
     "ProcessPool",
-    "WorkerError",
 ]
 
 SEGMENT_PREFIX = "sw_"
@@ -102,75 +100,6 @@ STOP_TIMEOUT = 5.0
 """Seconds a worker may take to exit after the stop message before it is killed."""
 
 _MIN_SEGMENT_SIZE = 1 << 20
-
-
-class WorkerError(StreamwriteError):
-    """A pool worker died while running a job, could not start, or the pool is closed."""
-
-
-class Executor(Protocol):
-    """Runs encode jobs; results are byte-identical whatever the executor."""
-
-    async def run(self, job: Job, priority: int = URGENT) -> EncodedChunk:
-        """Returns: the result of ``run_job(job)`` (``priority``: :mod:`streamwrite.pool.gate`)."""
-        ...
-
-    async def run_all(self, jobs: Sequence[Job], priority: int = URGENT) -> list[EncodedChunk]:
-        """Returns: the results of ``jobs`` (run concurrently), in job order."""
-        ...
-
-    async def aclose(self) -> None:
-        """Release the executor's resources."""
-        ...
-
-
-async def _gather_in_order(
-    executor: Executor, jobs: Sequence[Job], priority: int = URGENT
-) -> list[EncodedChunk]:
-    """Run ``jobs`` concurrently; raise the first failure (in job order), not a group."""
-    results: list[EncodedChunk | None] = [None] * len(jobs)
-    errors: dict[int, Exception] = {}
-
-    async with anyio.create_task_group() as tg:
-
-        async def one(index: int, job: Job) -> None:
-            try:
-                results[index] = await executor.run(job, priority)
-            except Exception as exc:
-                errors[index] = exc
-                tg.cancel_scope.cancel()
-
-        for index, job in enumerate(jobs):
-            tg.start_soon(one, index, job)
-    if errors:
-        raise errors[min(errors)]
-    return [result for result in results if result is not None]
-
-
-def _run_jobs(jobs: list[Job]) -> list[EncodedChunk]:
-    return [run_job(job) for job in jobs]
-
-
-class InlineExecutor:
-    """Runs each job in a worker thread of this process (tests, tiny batches)."""
-
-    async def run(self, job: Job, priority: int = URGENT) -> EncodedChunk:
-        """Returns: ``run_job(job)``, computed in a thread (``priority`` is not used)."""
-        return await anyio.to_thread.run_sync(run_job, job)
-
-    async def run_all(self, jobs: Sequence[Job], priority: int = URGENT) -> list[EncodedChunk]:
-        """Returns: the results of ``jobs`` in job order (run one after the other, in one
-        thread hop: a hop costs ~0.1 ms, as much as encoding a small chunk)."""
-        return await anyio.to_thread.run_sync(_run_jobs, list(jobs))
-
-    async def aclose(self) -> None:
-        """Nothing to release."""
-
-    async def __aenter__(self) -> InlineExecutor:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
 
 _ENV_LOCK = threading.Lock()
@@ -512,8 +441,9 @@ class ProcessPool:
                 return
 
     async def run(self, job: Job, priority: int = URGENT) -> EncodedChunk:
-        """Run ``job`` on a worker, when :class:`~streamwrite.pool.gate.PriorityGate` gives
-        one to ``priority``.
+        """Run ``job`` on a worker once one is free for ``priority``: urgent jobs (``0``, the
+        default) before background jobs (``1``), which leave one worker free while urgent jobs
+        are flowing (pools of 2 or more).
 
         Returns:
             The encoded chunk, equal to ``run_job(job)``.
@@ -560,7 +490,7 @@ class ProcessPool:
             WorkerError, Exception: as :meth:`run`, for the first failing job in job order
             (the other jobs are cancelled).
         """
-        return await _gather_in_order(self, jobs, priority)
+        return await gather_in_order(self, jobs, priority)
 
     async def aclose(self) -> None:
         """Wait for jobs in flight, stop the workers, unlink all shared memory. Idempotent."""

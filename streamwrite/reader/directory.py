@@ -32,6 +32,7 @@ import pyarrow as pa
 from streamwrite.errors import ConfigError, SchemaError
 from streamwrite.format.txn import TXN_FILE
 from streamwrite.layout.actions import LiveFileName
+from streamwrite.reader.file import ParquetFile
 
 __all__ = ["DirectoryKind", "classify_directory", "plain_parquet_files", "read_plain_directory"]
 
@@ -169,7 +170,6 @@ def read_plain_directory(
             differs), or ``columns`` names a column none has.
         As :func:`streamwrite.read_table` for each file.
     """
-    from streamwrite.reader.file import ParquetFile
 
     files = plain_parquet_files(directory)
     partitions = _partition_values(directory, files)

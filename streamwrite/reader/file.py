@@ -1,4 +1,4 @@
-"""Reading Parquet files: ``ParquetFile`` and ``read_table``, named as in ``pyarrow.parquet``.
+"""Reading a Parquet file or live file: ``ParquetFile``, named as in ``pyarrow.parquet``.
 
 The reader trusts nothing it reads: the footer length, every offset and size in the metadata
 and in page headers is checked against the bytes available before it is used, decompressed
@@ -13,29 +13,24 @@ Tail of a file (parquet-format "File Format", and 7.3 "Parquet Modular Encryptio
 
 Encrypted files are read with a :class:`~streamwrite.crypto.decryption.DecryptionConfig`
 (``decryption=``); see :mod:`streamwrite.crypto.decryption` for the modules and their AADs.
-Without it,
-an encrypted footer raises EncryptionError, and a plaintext-footer file reads its plaintext
-columns only. Files with nested columns open too: their flat top-level columns can be read
+Without it, an encrypted footer raises EncryptionError, and a plaintext-footer file reads its
+plaintext columns only. Files with nested columns open too: their flat top-level columns can be read
 with ``columns=``; reading a nested column raises UnsupportedError.
 
 ``ParquetFile.metadata`` has the shape of ``pyarrow.parquet.ParquetFile(...).metadata``
 (:mod:`streamwrite.reader.metadata`); the Thrift ``FileMetaData`` is
-``ParquetFile.thrift_metadata``.
-``read_table`` dispatches on what it is given: a file or buffer, a live file, a table, or a
-directory of plain Parquet files (:mod:`streamwrite.reader.directory`).
+``ParquetFile.thrift_metadata``. ``streamwrite.read_table`` (:mod:`streamwrite.dataset`)
+dispatches on what it is given: a file or buffer, a live file, a table, or a directory.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
-from streamwrite._keywords import public_keywords
 from streamwrite.arrow.schema import ColumnSpec, ParquetSchema, from_physical, parquet_to_arrow
 from streamwrite.crypto.decryption import ChunkDecryptor, DecryptionConfig
 from streamwrite.errors import (
@@ -49,7 +44,7 @@ from streamwrite.errors import (
     UnsupportedError,
 )
 from streamwrite.format import structs as t
-from streamwrite.options import ReadOptions
+from streamwrite.options import ReadOptions, public_keywords
 from streamwrite.reader.metadata import FileMetaData
 from streamwrite.reader.tail import (
     _MAX_DICTIONARY_HEADER_SIZE,
@@ -62,7 +57,7 @@ from streamwrite.reader.tail import (
 from workers.decode import KERNEL_ERRORS, DecodedChunk, PageInfo, concat_values, decode_chunk
 from workers.jobs import SourceChunk
 
-__all__ = ["ParquetFile", "read_table"]
+__all__ = ["ParquetFile"]
 
 
 class ParquetFile:
@@ -555,70 +550,3 @@ class ParquetFile:
 def _one_batch(parts: list[pa.Table]) -> pa.RecordBatch:
     """The rows of ``parts`` as one contiguous record batch."""
     return pa.concat_tables(parts).combine_chunks().to_batches()[0]
-
-
-@public_keywords("streamwrite.read_table")
-def read_table(
-    source: Source,
-    *,
-    columns: Sequence[str] | None = None,
-    verify_checksums: bool = True,
-    max_decompressed_page_size: int | None = None,
-    snapshot: int | None = None,
-    decryption: DecryptionConfig | None = None,
-) -> pa.Table:
-    """Read a Parquet file, a live file or a table, or a directory of plain Parquet files.
-
-    ``source`` is a path, a binary file object, the bytes, a live-file directory (read at
-    its newest commit), a table directory (its newest ``_txn`` version), or a directory of
-    plain Parquet files (as ``pyarrow.parquet.write_to_dataset`` makes: every ``*.parquet``
-    under it, names starting with ``_`` or ``.`` skipped, in sorted path order, Hive
-    ``key=value`` directories added as columns as pyarrow adds them). ``snapshot`` (a
-    committed ``data.parquet`` size, e.g. ``Commit.parquet_size``) reads exactly that prefix of
-    a file or live file. ``decryption`` holds the keys of an encrypted file.
-
-    Returns:
-        The rows as a ``pyarrow.Table``.
-
-    Raises:
-        CorruptFileError: damaged file (ChecksumError for a CRC mismatch), with the offset.
-        LimitError: a page over the decompressed size limit.
-        EncryptionError: an encrypted file without ``decryption`` (or an encrypted column of a
-            plaintext-footer file), a wrong key or AAD prefix, a tampered or moved module.
-        UnsupportedError: nested columns, external key material, LZO.
-        SchemaError: ``columns`` names a column the file does not have; the files of a
-            directory do not share one schema (the message names the first that differs).
-        ConfigError: a non-positive ``max_decompressed_page_size``; a directory that is none
-            of the above (the message says what it lacks for each).
-    """
-    options = {
-        "verify_checksums": verify_checksums,
-        "max_decompressed_page_size": max_decompressed_page_size,
-        "decryption": decryption,
-    }
-    if isinstance(source, str | os.PathLike) and Path(source).is_dir():
-        from streamwrite.reader.directory import (
-            DirectoryKind,
-            classify_directory,
-            read_plain_directory,
-        )
-
-        directory = Path(source)
-        kind = classify_directory(directory)
-        if kind is DirectoryKind.TABLE:
-            if snapshot is not None:
-                raise ConfigError("A table is pinned with Table.snapshot(), not snapshot=.")
-            from streamwrite.table.api import read_snapshot  # the table layer sits above the reader
-
-            return read_snapshot(directory).read(
-                None if columns is None else list(columns), decryption=decryption
-            )
-        if kind is DirectoryKind.PLAIN:
-            if snapshot is not None:
-                raise ConfigError(
-                    f"snapshot= pins a committed size of one live file; {str(directory)!r} is "
-                    "a directory of plain Parquet files."
-                )
-            return read_plain_directory(directory, columns, **options)
-    with ParquetFile(source, snapshot=snapshot, **options) as pf:  # type: ignore[arg-type]
-        return pf.read(columns)

@@ -27,12 +27,12 @@ FLOAT16 bound stays ``bytes``. The Thrift structs behind each view stay reachabl
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 
-from streamwrite.arrow.schema import ColumnSpec, parquet_to_arrow
-from streamwrite.arrow.values import from_physical
+from streamwrite.arrow.assembly import from_physical
+from streamwrite.arrow.schema import ColumnSpec, ParquetSchema, parquet_to_arrow
 from streamwrite.errors import StreamwriteError
 from streamwrite.format import structs as t
 from streamwrite.format.enums import Type
@@ -42,9 +42,6 @@ from workers.cipher import FOOTER_SIGNATURE_SIZE
 from workers.decode import KERNEL_ERRORS
 from workers.encoding.plain import decode_plain
 from workers.stats import SortOrder, decode_stat
-
-if TYPE_CHECKING:
-    from streamwrite.reader.file import ParquetFile
 
 __all__ = [
     "ColumnChunkMetaData",
@@ -56,6 +53,24 @@ __all__ = [
     "physical_value",
     "typed_value",
 ]
+
+
+class FooterSource(Protocol):
+    """What these views read of a :class:`streamwrite.ParquetFile` (it satisfies this)."""
+
+    @property
+    def thrift_metadata(self) -> t.FileMetaData: ...
+    @property
+    def schema_arrow(self) -> pa.Schema: ...
+    @property
+    def parquet_schema(self) -> ParquetSchema: ...
+    @property
+    def file_size(self) -> int: ...
+    @property
+    def footer_offset(self) -> int: ...
+    def read_bytes(self, offset: int, size: int) -> memoryview: ...
+    def column_metadata(self, i: int, column: int) -> t.ColumnMetaData: ...
+
 
 _COMPRESSION_NAMES = {
     t.CompressionCodec.UNCOMPRESSED: "UNCOMPRESSED",
@@ -410,7 +425,7 @@ class ColumnSchema:
 class ParquetSchemaView:
     """The file's schema, shaped as ``pyarrow.parquet.ParquetSchema``."""
 
-    def __init__(self, file: ParquetFile) -> None:
+    def __init__(self, file: FooterSource) -> None:
         self._file = file
         elements = file.thrift_metadata.schema or []
         self._leaves = _leaf_paths(elements) if elements else []
@@ -445,7 +460,7 @@ class ParquetSchemaView:
 class FileMetaData:
     """A file's footer, shaped as ``pyarrow.parquet.FileMetaData``."""
 
-    def __init__(self, file: ParquetFile) -> None:
+    def __init__(self, file: FooterSource) -> None:
         self.file = file
         self.thrift: t.FileMetaData = file.thrift_metadata
         """The Thrift ``FileMetaData`` struct."""

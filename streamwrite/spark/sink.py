@@ -80,13 +80,14 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 import pyarrow as pa
 
+from streamwrite import open_table, read_snapshot
 from streamwrite.errors import ConfigError, SchemaError, UnsupportedError
-from streamwrite.format.txn import TXN_FILE
-from streamwrite.layout.batch_ids import check_on_stale
-from streamwrite.table.api import TableCommit, open_table, read_snapshot
+from streamwrite.inspect import is_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from streamwrite import TableCommit
 
 __all__ = [
     "ForeachBatchSink",
@@ -184,6 +185,10 @@ def conform(batch: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
+ON_STALE = ("error", "skip")
+"""The ``on_stale`` values ``Table.append`` takes (checked when the sink is built, before the
+first batch reaches the table)."""
+
 SINK_LOCK_TIMEOUT_SECONDS = 600.0
 """How long a micro-batch waits for the table's writer lock (held by ``streamwrite compact``
 or another writer) before failing; ``lock_timeout=`` in the table options overrides it."""
@@ -203,7 +208,7 @@ async def _append_batch(
     Returns:
         The table commit (``skipped=True`` when the batch id was committed before).
     """
-    exists = (path / TXN_FILE).exists()
+    exists = is_table(path)
     create_schema = None if exists else (schema or table_schema_for(batch.schema))
     options = {"lock_timeout": SINK_LOCK_TIMEOUT_SECONDS, **table_options}
     table = await open_table(path, create_schema, **options)
@@ -289,7 +294,7 @@ def foreach_batch_sink(
         on_stale: ``"error"`` (default): a batch id below the last one committed for
             ``app_id`` raises :class:`~streamwrite.errors.StaleBatchError`; ``"skip"``: it is
             skipped with a warning. A replay of the last batch id is always a quiet skip.
-        table_options: passed to :func:`streamwrite.table.api.open_table` (``timestamp``,
+        table_options: passed to :func:`streamwrite.open_table` (``timestamp``,
             ``partition_by``, write options such as ``compression``).
 
     Returns:
@@ -302,7 +307,8 @@ def foreach_batch_sink(
     _require_pyspark()
     if app_id is not None and not app_id:
         raise ConfigError("app_id must be a non-empty string, got ''.")
-    check_on_stale(on_stale)
+    if on_stale not in ON_STALE:
+        raise ConfigError(f"on_stale must be one of {list(ON_STALE)}, got {on_stale!r}.")
     directory = Path(path)
     return ForeachBatchSink(
         directory, app_id or default_app_id(directory), schema, dict(table_options), on_stale

@@ -38,14 +38,14 @@ from typing import Any
 import anyio
 import pyarrow as pa
 
+from streamwrite.arrow.partitioning import check_timestamp_field
 from streamwrite.arrow.schema import arrow_to_parquet, decode_arrow_schema, encode_arrow_schema
-from streamwrite.compaction.policy import CompactionPolicy
 from streamwrite.crypto.encryption import FileEncryption
+from streamwrite.encode import check_write_options
 from streamwrite.errors import ConfigError
 from streamwrite.format.txn import TXN_FILE, TxnRecord, decode_txn
-from streamwrite.layout.partitioning import check_timestamp_field
-from streamwrite.options import make_write_options
-from streamwrite.pool.process import Executor, InlineExecutor
+from streamwrite.options import CompactionPolicy, make_write_options
+from streamwrite.pool.executor import Executor, InlineExecutor
 from streamwrite.table.core import Table
 from streamwrite.table.recovery import TableLock, recover_segments
 from streamwrite.table.state import (
@@ -56,7 +56,6 @@ from streamwrite.table.state import (
     read_snapshot,
     write_txn,
 )
-from streamwrite.writer import check_write_options
 
 __all__ = [
     "Table",
@@ -98,7 +97,7 @@ async def open_table(
         schema: required to create; checked against the table when reopening.
         timestamp: the designated timestamp column (rows route to partitions by it).
         partition_by: ``"hour"``, ``"day"``, ``"month"`` or None (one partition).
-        executor: where encoding runs (a :class:`streamwrite.pool.process.ProcessPool`); default an
+        executor: where encoding runs (a :class:`streamwrite.ProcessPool`); default an
             inline executor owned by the table.
         commit_rows, commit_bytes, commit_interval: commit when this many rows or bytes are
             buffered, or this many seconds passed since the last commit. By default rows

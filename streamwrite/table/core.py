@@ -13,6 +13,7 @@ import anyio
 import pyarrow as pa
 from anyio.abc import TaskGroup
 
+from streamwrite.arrow.partitioning import split_by_partition
 from streamwrite.arrow.schema import arrow_to_parquet
 from streamwrite.compaction.policy import (
     CompactionPolicy,
@@ -26,14 +27,14 @@ from streamwrite.compaction.policy import (
 )
 from streamwrite.crypto.encryption import FileEncryption
 from streamwrite.crypto.live_keys import decryption_for
+from streamwrite.encode import as_table, check_values, row_group_jobs
 from streamwrite.errors import ConfigError, StaleBatchError, StateError
 from streamwrite.format.txn import DATA_FILE, PENDING_DATA_FILE, Segment, TxnRecord
 from streamwrite.layout.batch_ids import BatchDecision, check_batch_id
-from streamwrite.layout.partitioning import split_by_partition
 from streamwrite.layout.table import CommitPolicy, TableMachine, TableState
-from streamwrite.live.file import EncodedRowGroup, LiveFile
+from streamwrite.live.file import EncodedRowGroup, LiveFile, open_live_file
 from streamwrite.options import make_write_options
-from streamwrite.pool.process import Executor
+from streamwrite.pool.executor import Executor
 from streamwrite.table.recovery import TableLock, segment_numbers, sweep_retired
 from streamwrite.table.state import (
     PartitionBuffer,
@@ -47,7 +48,6 @@ from streamwrite.table.state import (
     snapshot_of,
     write_txn,
 )
-from streamwrite.writer import as_table, check_values, row_group_jobs
 
 __all__ = ["KV_TXN", "Table"]
 
@@ -386,11 +386,11 @@ class Table:
         """A new segment of ``partition`` (the next number), unpublished until a ``_txn``
         lists it; ``pending``: its data file is ``_data.pending`` (compaction renames it to
         ``data.parquet`` just before the swap), so no engine reading the directory sees it."""
-        return await LiveFile.open(
+        return await open_live_file(
             self.path / partition / self._machine.allocate_segment(partition),
             self.schema,
             encryption=self.encryption,
-            _data_file=PENDING_DATA_FILE if pending else DATA_FILE,
+            data_file=PENDING_DATA_FILE if pending else DATA_FILE,
             **self._write_kwargs,
         )
 

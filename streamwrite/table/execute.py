@@ -1,6 +1,6 @@
-"""Blocking execution of the table machine's file actions, and the directory scan recovery
-plans from (:mod:`streamwrite.layout.table`). Both block: the table calls them through
-``anyio.to_thread.run_sync``, never on the event loop.
+"""Blocking execution of the table machine's file actions (:mod:`streamwrite.layout.table`),
+and the directory scan recovery plans from (:mod:`streamwrite.layout.table_recovery`). Both
+block: the table calls them through ``anyio.to_thread.run_sync``, never on the event loop.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from streamwrite.layout.actions import (
     TableAction,
     WriteFile,
 )
-from streamwrite.layout.table import PartitionListing, SegmentListing
+from streamwrite.layout.table_recovery import PartitionListing, SegmentListing
 
 __all__ = ["ActionHook", "run_file_actions", "scan_segment", "scan_table"]
 
@@ -94,8 +94,9 @@ def scan_segment(directory: Path, *, read_pm: bool = True) -> SegmentListing:
 
 def scan_table(root: Path, record: TxnRecord) -> dict[str, PartitionListing]:
     """The partition directories of table ``root`` (names not starting with ``.`` or ``_``)
-    and their segment directories (``seg-N``), as :func:`streamwrite.layout.table.plan_recovery`
-    takes them; the ``_pm`` of the segments ``record`` lists are read."""
+    and their segment directories (``seg-N``), as
+    :func:`streamwrite.layout.table_recovery.plan_recovery` takes them; the ``_pm`` of the
+    segments ``record`` lists are read."""
     listing = {}
     listed = {path for path, _ in record.files()}
     for child in sorted(p for p in root.iterdir() if p.is_dir() and p.name[0] not in "._"):

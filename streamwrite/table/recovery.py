@@ -14,7 +14,7 @@ directory names are its partition names); only while a migration runs may one fi
 partition directory renamed under it (a CorruptFileError naming the segment).
 
 Recovery, given the newest ``_txn`` (``format/txn.py`` states the rules; the plan is
-:func:`streamwrite.layout.table.plan_recovery`, run off the event loop)::
+:func:`streamwrite.layout.table_recovery.plan_recovery`, run off the event loop)::
 
     partition dir not in _txn                 never published: delete it
     segment dir listed                        committed size == listed: keep (a torn tail
@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -47,36 +46,28 @@ from typing import Any
 import anyio
 import pyarrow as pa
 
+from streamwrite.arrow.partitioning import check_timestamp_field
 from streamwrite.arrow.schema import decode_arrow_schema
 from streamwrite.crypto.encryption import FileEncryption
 from streamwrite.errors import ConfigError, CorruptFileError, StreamwriteIOError
 from streamwrite.format.txn import (
     DATA_FILE,
     FORMAT_VERSION,
-    PENDING_DATA_FILE,
-    RETIRED_DATA_FILE,
     TxnRecord,
 )
-from streamwrite.io.local import fsync_directory
+from streamwrite.io.segments import delete_segment
 from streamwrite.layout.actions import RecoverSegment, TableAction
-from streamwrite.layout.partitioning import check_timestamp_field, partition_name
-from streamwrite.layout.table import (
-    next_segment_numbers,
-    plan_migration,
-    plan_recovery,
-    verify_recovery,
-)
+from streamwrite.layout.partitioning import partition_name
+from streamwrite.layout.table import next_segment_numbers
+from streamwrite.layout.table_recovery import plan_migration, plan_recovery, verify_recovery
 from streamwrite.live.file import LiveFile
 from streamwrite.table.execute import run_file_actions, scan_table
 
 __all__ = [
     "LOCK_FILE",
     "TableLock",
-    "delete_segment",
     "migrate_layout",
-    "publish_pending",
     "recover_segments",
-    "retire_segments",
     "run_recovery_actions",
     "segment_numbers",
     "sweep_retired",
@@ -112,40 +103,6 @@ class TableLock:
         if self._fd is not None:
             os.close(self._fd)  # closing releases the flock
             self._fd = None
-
-
-def delete_segment(directory: Path) -> None:
-    """Remove a segment (or partition) directory and make the removal durable."""
-    shutil.rmtree(directory, ignore_errors=True)
-    if directory.parent.exists():
-        fsync_directory(directory.parent)
-
-
-def _rename(source: Path, target: Path) -> None:
-    """Rename within one directory and make it durable."""
-    try:
-        os.rename(source, target)
-        fsync_directory(target.parent)
-    except OSError as exc:
-        raise StreamwriteIOError(
-            f"Renaming {str(source)!r} to {target.name!r} failed: {exc}."
-        ) from exc
-
-
-def publish_pending(directory: Path) -> None:
-    """Give a merged segment's data file its published name (``_data.pending`` ->
-    ``data.parquet``), durably: the step before the ``_txn`` swap that lists it."""
-    _rename(directory / PENDING_DATA_FILE, directory / DATA_FILE)
-
-
-def retire_segments(path: Path, paths: list[str]) -> None:
-    """Move the data of retired segments (``partition/segment`` of table ``path``) out of
-    every engine's reach (``data.parquet`` -> ``_data.retired``), durably; segments already
-    retired are skipped (idempotent)."""
-    for name in paths:
-        directory = path / name
-        if (directory / DATA_FILE).exists():
-            _rename(directory / DATA_FILE, directory / RETIRED_DATA_FILE)
 
 
 def migrate_layout(path: Path, record: TxnRecord) -> TxnRecord:
@@ -242,7 +199,7 @@ async def recover_segments(
     encryption: FileEncryption | None,
 ) -> TxnRecord:
     """Migrate a format-2 table, then bring the directory back to ``record``: the plan of
-    :func:`streamwrite.layout.table.plan_recovery` (rules in the module docstring), run off
+    :func:`streamwrite.layout.table_recovery.plan_recovery` (rules in the module docstring), run off
     the event loop. Segments whose ``_pm`` names their listed size are left closed; the others
     are opened (recovered), rolled back, closed.
 

@@ -26,7 +26,6 @@ import anyio
 import pyarrow as pa
 
 from streamwrite.arrow.schema import decode_arrow_schema
-from streamwrite.compaction.policy import CompactionPolicy
 from streamwrite.crypto.decryption import DecryptionConfig
 from streamwrite.errors import CorruptFileError, StreamwriteIOError
 from streamwrite.format.txn import (
@@ -39,6 +38,8 @@ from streamwrite.format.txn import (
 )
 from streamwrite.layout.table import TableUnit, publish_txn
 from streamwrite.live.file import EncodedRowGroup, LiveFile
+from streamwrite.options import CompactionPolicy
+from streamwrite.reader.file import ParquetFile
 from streamwrite.table.execute import run_file_actions
 
 __all__ = [
@@ -167,17 +168,14 @@ class TableSnapshot:
         Raises:
             CorruptFileError: a segment is missing, or damaged (as :func:`read_table`).
         """
-        from streamwrite.reader.file import read_table
-
         tables = []
         for name, size in self.files:
             if not (self.path / name).is_dir():
                 raise _missing(self.path / name)
             # The segment as a live file: _pm's CRC, the footer's XXH64 and schema are checked
             # (its data file is data.parquet, or _data.retired once compaction retired it).
-            tables.append(
-                read_table(self.path / name, snapshot=size, columns=columns, decryption=decryption)
-            )
+            with ParquetFile(self.path / name, snapshot=size, decryption=decryption) as segment:
+                tables.append(segment.read(columns))
         if not tables:
             schema = decode_arrow_schema(decode_txn((self.path / TXN_FILE).read_bytes()).schema)
             return (

@@ -1,5 +1,9 @@
 """Data generators shared by tests, examples and benchmarks.
 
+Commit ``i`` of a test appends ``commit_rows(total_i, total_(i+1))``; the cumulative totals
+("boundaries") then determine every row, so :func:`assert_commit_rows` can check a read against
+the commits it should hold.
+
 :func:`reference_table` is the project's reference time-series table (fixed seed)::
 
     ts        timestamp[ns]  strictly increasing
@@ -13,10 +17,14 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
+from functools import lru_cache
+
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["reference_table"]
+__all__ = ["assert_commit_rows", "commit_rows", "expected_commit_rows", "reference_table"]
 
 NUM_SYMBOLS = 500
 VENUES = ["XNAS", "XNYS", "ARCX", "BATS", "IEXG", "EDGX", "MEMX", "LTSE"]
@@ -59,3 +67,47 @@ def reference_table(num_rows: int, seed: int = 42, start_row: int = 0) -> pa.Tab
             "order_id": order_id,
         }
     )
+
+
+@lru_cache(maxsize=4096)
+def commit_rows(start_row: int, stop_row: int) -> pa.Table:
+    """The rows ``start_row`` up to ``stop_row`` of the reference table, as one commit appends
+    them (``reference_table(stop_row - start_row, start_row=start_row)``, cached).
+
+    Returns:
+        A table of ``stop_row - start_row`` rows.
+    """
+    return reference_table(stop_row - start_row, start_row=start_row)
+
+
+def expected_commit_rows(boundaries: Sequence[int]) -> pa.Table:
+    """The rows of commits whose cumulative row counts are ``boundaries`` (``[0, 5, 12]``: two
+    commits, of 5 and 7 rows).
+
+    Returns:
+        The concatenated :func:`commit_rows` (an empty reference table for no rows).
+    """
+    parts = [commit_rows(a, b) for a, b in itertools.pairwise(boundaries) if b > a]
+    if not parts:
+        return reference_table(0)
+    return pa.concat_tables(parts)
+
+
+def assert_commit_rows(table: pa.Table, boundaries: Sequence[int]) -> None:
+    """Check that ``table`` holds exactly the rows of these commits, each once, in commit order.
+
+    Raises:
+        AssertionError: a row is missing, repeated, out of order or has other values.
+    """
+    expected = expected_commit_rows(boundaries)
+    ids = table.column("order_id").to_pylist()
+    if len(ids) != len(set(ids)):
+        raise AssertionError("a row id appears twice")
+    want = expected.column("order_id").to_pylist()
+    if ids != want:
+        raise AssertionError(
+            f"the table holds {len(ids)} rows, not the {len(want)} rows of the commits "
+            f"with cumulative row counts {list(boundaries)} in commit order"
+        )
+    if not table.equals(expected):
+        raise AssertionError("row ids match but other values differ")

@@ -39,69 +39,11 @@ from streamwrite.format.structs import (
     SchemaElement,
 )
 from streamwrite.format.thrift.codec import deserialize
+from streamwrite.testing.strategies import WRITABLE_TYPES, arrays
 from workers.stats import SortOrder
 from workers.values import BinaryValues
 
-FLAT_TYPES: list[pa.DataType] = [
-    pa.bool_(),
-    pa.int8(),
-    pa.int16(),
-    pa.int32(),
-    pa.int64(),
-    pa.uint8(),
-    pa.uint16(),
-    pa.uint32(),
-    pa.uint64(),
-    pa.float16(),
-    pa.float32(),
-    pa.float64(),
-    pa.string(),
-    pa.large_string(),
-    pa.string_view(),
-    pa.binary(),
-    pa.large_binary(),
-    pa.binary_view(),
-    pa.binary(1),
-    pa.binary(7),
-    pa.decimal32(9, 2),
-    pa.decimal64(18, 4),
-    pa.decimal128(1, 0),
-    pa.decimal128(5, 2),
-    pa.decimal128(9, 9),
-    pa.decimal128(10, 1),
-    pa.decimal128(18, 3),
-    pa.decimal128(19, 0),
-    pa.decimal128(30, 4),
-    pa.decimal128(38, 10),
-    pa.decimal256(12, 2),
-    pa.decimal256(40, 5),
-    pa.decimal256(76, 0),
-    pa.date32(),
-    pa.date64(),
-    pa.time32("s"),
-    pa.time32("ms"),
-    pa.time64("us"),
-    pa.time64("ns"),
-    pa.timestamp("s"),
-    pa.timestamp("ms"),
-    pa.timestamp("us"),
-    pa.timestamp("ns"),
-    pa.timestamp("s", "UTC"),
-    pa.timestamp("ms", "Europe/Paris"),
-    pa.timestamp("us", "+05:30"),
-    pa.timestamp("ns", "UTC"),
-    pa.duration("s"),
-    pa.duration("ms"),
-    pa.duration("us"),
-    pa.duration("ns"),
-    pa.dictionary(pa.int32(), pa.string()),
-    pa.dictionary(pa.int8(), pa.large_string()),
-    pa.dictionary(pa.int16(), pa.binary()),
-    pa.dictionary(pa.int64(), pa.int64()),
-    pa.dictionary(pa.int32(), pa.float64(), ordered=True),
-    pa.uuid(),
-    pa.json_(),
-]
+FLAT_TYPES = WRITABLE_TYPES
 
 
 def _pyarrow_footer(table: pa.Table, **kwargs: Any) -> FileMetaData:
@@ -512,107 +454,7 @@ def _check_physical_form(values: Any, spec: ColumnSpec) -> None:
         assert values.ndim == 1
 
 
-# ------------------------------------------------------------------------- values: strategies
-
-_I64 = (-(2**63), 2**63 - 1)
-
-
-def _decimals(precision: int, scale: int) -> st.SearchStrategy[decimal.Decimal]:
-    bound = 10**precision - 1
-    context = decimal.Context(prec=100)
-    return st.integers(-bound, bound).map(lambda v: decimal.Decimal(v).scaleb(-scale, context))
-
-
-def _value_strategy(dtype: pa.DataType) -> st.SearchStrategy[Any]:
-    """Python values pa.array(..., type=dtype) accepts (storage values for extension types)."""
-    if pa.types.is_boolean(dtype):
-        return st.booleans()
-    if pa.types.is_integer(dtype):
-        info = np.iinfo(dtype.to_pandas_dtype())
-        return st.integers(int(info.min), int(info.max))
-    if pa.types.is_float16(dtype):
-        return st.floats(width=16, allow_nan=False).map(np.float16)
-    if pa.types.is_float32(dtype):
-        return st.floats(width=32, allow_nan=False)
-    if pa.types.is_floating(dtype):
-        return st.floats(allow_nan=False)
-    if (
-        pa.types.is_string(dtype)
-        or pa.types.is_large_string(dtype)
-        or pa.types.is_string_view(dtype)
-    ):
-        return st.text(max_size=12)
-    if (
-        pa.types.is_binary(dtype)
-        or pa.types.is_large_binary(dtype)
-        or pa.types.is_binary_view(dtype)
-    ):
-        return st.binary(max_size=12)
-    if pa.types.is_decimal(dtype):
-        return _decimals(dtype.precision, dtype.scale)
-    if pa.types.is_fixed_size_binary(dtype):
-        return st.binary(min_size=dtype.byte_width, max_size=dtype.byte_width)
-    if pa.types.is_date32(dtype):
-        return st.integers(-(2**31), 2**31 - 1)
-    if pa.types.is_date64(dtype):
-        return st.integers(-(2**31), 2**31 - 1).map(lambda d: d * 86_400_000)
-    if pa.types.is_time32(dtype):
-        per_day = 86_400 if dtype.unit == "s" else 86_400_000
-        return st.integers(0, per_day - 1)
-    if pa.types.is_time64(dtype):
-        per_day = 86_400_000_000 if dtype.unit == "us" else 86_400_000_000_000
-        return st.integers(0, per_day - 1)
-    if pa.types.is_timestamp(dtype) and dtype.unit == "s":
-        return st.integers(-(2**63) // 1000 + 1, (2**63 - 1) // 1000)
-    if pa.types.is_timestamp(dtype) or pa.types.is_duration(dtype):
-        return st.integers(*_I64)
-    raise AssertionError(f"no strategy for {dtype}")
-
-
-def _storage(dtype: pa.DataType) -> pa.DataType:
-    if isinstance(dtype, pa.BaseExtensionType):
-        return dtype.storage_type
-    if pa.types.is_dictionary(dtype):
-        return dtype.value_type
-    return dtype
-
-
-def _make_array(dtype: pa.DataType, values: list[Any]) -> pa.Array:
-    storage = _storage(dtype)
-    if pa.types.is_float16(storage):
-        mask = np.array([v is None for v in values], dtype=bool)
-        data = np.array([0 if v is None else v for v in values], dtype=np.float16)
-        dense = pa.array(data, type=pa.float16(), mask=mask)
-    elif pa.types.is_time32(storage) or pa.types.is_time64(storage) or pa.types.is_date64(storage):
-        base = pa.int32() if pa.types.is_time32(storage) else pa.int64()
-        dense = pa.array(values, type=base).view(storage)
-    else:
-        dense = pa.array(values, type=storage)
-    if isinstance(dtype, pa.BaseExtensionType):
-        return pa.ExtensionArray.from_storage(dtype, dense)
-    if pa.types.is_dictionary(dtype):
-        encoded = dense.dictionary_encode()
-        return pa.DictionaryArray.from_arrays(
-            encoded.indices.cast(dtype.index_type), encoded.dictionary, ordered=dtype.ordered
-        )
-    return dense
-
-
-@st.composite
-def _arrays(draw: st.DrawFn, dtype: pa.DataType, nullable: bool) -> pa.Array:
-    element = _value_strategy(_storage(dtype))
-    if nullable:
-        mode = draw(st.sampled_from(["mixed", "mixed", "none", "all"]))
-        if mode == "all":
-            element = st.none()
-        elif mode == "mixed":
-            element = st.one_of(st.none(), element)
-    values = draw(st.lists(element, max_size=40))
-    array = _make_array(dtype, values)
-    start = draw(st.integers(0, len(values)))
-    stop = draw(st.integers(start, len(values)))
-    return array.slice(start, stop - start)
-
+# ------------------------------------------------------------------------- values: round trip
 
 ROUNDTRIP_TYPES = [t for t in FLAT_TYPES]
 
@@ -622,7 +464,7 @@ ROUNDTRIP_TYPES = [t for t in FLAT_TYPES]
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_values_roundtrip(dtype: pa.DataType, nullable: bool, data: st.DataObject) -> None:
-    array = data.draw(_arrays(dtype, nullable))
+    array = data.draw(arrays(dtype, nullable))
     spec = _spec(dtype, nullable)
     out = _roundtrip(array, spec)
     assert out.type == dtype

@@ -16,13 +16,12 @@ import pytest
 import streamwrite
 from streamwrite.arrow.schema import arrow_to_parquet
 from streamwrite.compaction.policy import CompactionPolicy
+from streamwrite.encode import chunk_settings, row_group_jobs
 from streamwrite.format.txn import UNPARTITIONED
-from streamwrite.layout.file_writer import chunk_settings
 from streamwrite.options import make_write_options
 from streamwrite.pool.process import ProcessPool
 from streamwrite.reader.file import ParquetFile
 from streamwrite.table.api import open_table
-from streamwrite.writer import row_group_jobs
 from workers.jobs import MergeChunkJob, run_job
 
 

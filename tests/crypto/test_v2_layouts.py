@@ -20,13 +20,13 @@ import pyarrow as pa
 import pyarrow.feather as feather
 import pytest
 
+from streamwrite import ParquetFile, read_table
 from streamwrite.crypto import EncryptionConfig, InMemoryKms, KeyWrapper
 from streamwrite.crypto.decryption import DecryptionConfig
 from streamwrite.crypto.encryption import FileEncryption
 from streamwrite.errors import ConfigError, EncryptionError
 from streamwrite.format.aad import ModuleType
 from streamwrite.format.enums import CompressionCodec, Encoding
-from streamwrite.reader.file import ParquetFile, read_table
 from streamwrite.writer import write_table
 from tests.crypto.test_writer_encryption import MASTER_KEYS, TABLE, WRITE_OPTIONS, _job, run_pyarrow
 from workers.cipher import Algorithm, ModuleCipher

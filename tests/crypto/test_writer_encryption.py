@@ -34,6 +34,7 @@ import pytest
 from streamwrite.arrow.schema import arrow_to_parquet
 from streamwrite.crypto import EncryptionConfig, ExplicitKeys, InMemoryKms, KeyWrapper
 from streamwrite.crypto.encryption import FileEncryption, FileEncryptor
+from streamwrite.encode import row_group_jobs
 from streamwrite.errors import ConfigError, EncryptionError, LimitError
 from streamwrite.format import structs as t
 from streamwrite.format.aad import ModuleType
@@ -41,7 +42,7 @@ from streamwrite.format.enums import PageType, Type
 from streamwrite.format.thrift.codec import deserialize, serialize
 from streamwrite.layout.file_writer import FileWriter
 from streamwrite.options import make_write_options
-from streamwrite.writer import ParquetWriter, row_group_jobs, write_table
+from streamwrite.writer import ParquetWriter, write_table
 from tests.reader.test_encrypted_vectors import Vector, Walk, walk
 from workers.bloom import SplitBlockBloomFilter, hash_values
 from workers.cipher import Algorithm, ModuleCipher
@@ -640,7 +641,7 @@ ROUND_TRIP_CASES = [c for c in CASES if c.name.endswith("v1.0")] + CASES[-7:]
 @pytest.mark.parametrize("case", ROUND_TRIP_CASES, ids=lambda c: c.name)
 def test_streamwrite_reader_round_trip(tmp_path: Path, case: Case) -> None:
     decryption = pytest.importorskip("streamwrite.crypto.decryption")
-    from streamwrite.reader.file import read_table
+    from streamwrite import read_table
 
     path = tmp_path / "f.parquet"
     write_case(case, path)
@@ -651,7 +652,7 @@ def test_streamwrite_reader_round_trip(tmp_path: Path, case: Case) -> None:
 @pytest.mark.parametrize("prefix", [None, "stored", "supplied"])
 def test_streamwrite_reader_round_trip_explicit_keys(tmp_path: Path, prefix: str | None) -> None:
     decryption = pytest.importorskip("streamwrite.crypto.decryption")
-    from streamwrite.reader.file import read_table
+    from streamwrite import read_table
 
     path = tmp_path / "f.parquet"
     options = dict(WRITE_OPTIONS, bloom_filter_options={"a": True})

@@ -131,11 +131,13 @@ def test_reads_through_the_view_beside_a_writer_that_appends_and_compacts(
         cwd=ROOT,
     )
     try:
+        # The writer is another OS process; it reports commits only through the commits file,
+        # so this polls that file (with a deadline) rather than waiting on an event.
         deadline = time.monotonic() + 120
         while not (commits.exists() and commits.read_text().count("\n") >= 3):
             assert writer.poll() is None, writer.communicate()[1][-3000:]
             assert time.monotonic() < deadline, "the writer made no commit"
-            time.sleep(0.05)
+            time.sleep(0.05)  # poll interval
         view, view_exit = _reader_loop(path, "view", commits)
         bare, bare_exit = _reader_loop(path, "bare", commits)
     finally:

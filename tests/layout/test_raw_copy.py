@@ -32,6 +32,7 @@ import streamwrite
 from streamwrite.arrow.schema import ColumnSpec, ParquetSchema
 from streamwrite.crypto import ExplicitKeys
 from streamwrite.crypto.encryption import FileEncryption
+from streamwrite.encode import row_group_jobs
 from streamwrite.errors import CorruptFileError, UnsupportedError
 from streamwrite.format import structs as t
 from streamwrite.format.thrift.codec import deserialize
@@ -40,7 +41,6 @@ from streamwrite.layout.raw_copy import copy_column_chunk, copy_row_group
 from streamwrite.options import make_write_options
 from streamwrite.reader.file import ParquetFile
 from streamwrite.reader.verify import verify_file
-from streamwrite.writer import row_group_jobs
 from workers.bloom import SplitBlockBloomFilter, hash_values
 from workers.jobs import run_job
 
@@ -291,7 +291,7 @@ def test_writer_quirks_copy_as_the_plain_chunk(sources: dict[str, bytes]) -> Non
 def test_older_live_snapshot_copies_from_its_committed_prefix(tmp_path: Path) -> None:
     live = tmp_path / "live"
 
-    async def build() -> list[streamwrite.Snapshot]:
+    async def build() -> list[streamwrite.Commit]:
         options: dict[str, Any] = {"bloom_filter_options": {"id": True}, "data_page_row_limit": 60}
         async with await streamwrite.LiveFile.open(live, TABLE.schema, **options) as lf:
             for seed in range(3):

@@ -26,6 +26,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import zlib
 from pathlib import Path
@@ -50,15 +52,17 @@ from streamwrite.layout.actions import (
 from streamwrite.layout.batch_ids import BatchDecision
 from streamwrite.layout.table import (
     CommitPolicy,
-    PartitionListing,
-    SegmentListing,
     TableMachine,
     TableState,
     TableUnit,
     next_segment_numbers,
+    publish_txn,
+)
+from streamwrite.layout.table_recovery import (
+    PartitionListing,
+    SegmentListing,
     plan_migration,
     plan_recovery,
-    publish_txn,
     verify_recovery,
 )
 from streamwrite.table.execute import run_file_actions
@@ -672,3 +676,19 @@ def test_plan_migration_renames_what_is_left_then_publishes() -> None:
     )
     with pytest.raises(CorruptFileError, match="under both its old name and its new one"):
         plan_migration(record, names, existing | {"2026-11-22"}, "t")
+
+
+@pytest.mark.parametrize(
+    "module", ["streamwrite.layout.table", "streamwrite.layout.table_recovery"]
+)
+def test_the_table_machine_loads_nothing_heavy(module: str) -> None:
+    code = (
+        f"import {module}, sys; "
+        "heavy = {'pyarrow', 'numpy', 'anyio', 'cryptography', 'fsspec', 'workers'} & "
+        "set(sys.modules); print(sorted(heavy)); sys.exit(1 if heavy else 0)"
+    )
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

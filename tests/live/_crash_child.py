@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import random
 import sys
-import time
 
 import anyio
 
@@ -44,8 +43,7 @@ async def main(directory: str, seed: int, max_seq: int) -> None:
         last = await lf.append(reference_table(size, start_row=last.num_rows))
         say(f"{last.seq} {last.num_rows} {last.parquet_size}")
     say("full")
-    while True:
-        time.sleep(1)
+    await anyio.sleep_forever()  # until the parent's SIGKILL
 
 
 if __name__ == "__main__":

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Awaitable, Callable, Sequence
-from functools import lru_cache
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -13,6 +11,22 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from streamwrite.testing import reference_table
+from streamwrite.testing.data import assert_commit_rows as assert_rows
+from streamwrite.testing.data import commit_rows as batch
+from streamwrite.testing.data import expected_commit_rows as expected_table
+
+__all__ = [
+    "DATA_NAME",
+    "PM_NAME",
+    "SCHEMA",
+    "SMALL_SCHEMA",
+    "assert_rows",
+    "batch",
+    "expected_table",
+    "pyarrow_read_prefix",
+    "run",
+    "small_rows",
+]
 
 T = TypeVar("T")
 
@@ -24,33 +38,6 @@ PM_NAME = "_pm"
 def run(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
     """Drive one coroutine function from synchronous test code."""
     return anyio.run(fn, *args)
-
-
-@lru_cache(maxsize=4096)
-def batch(start_row: int, stop_row: int) -> pa.Table:
-    """The rows ``start_row`` up to ``stop_row`` as one appended batch writes them."""
-    return reference_table(stop_row - start_row, start_row=start_row)
-
-
-def expected_table(boundaries: Sequence[int]) -> pa.Table:
-    """The file's rows after commits whose cumulative row counts are ``boundaries``.
-
-    Every commit appends ``reference_table(n, start_row=previous_total)``, so the batch
-    boundaries determine every value, and ``order_id`` is unique per row.
-    """
-    parts = [batch(a, b) for a, b in itertools.pairwise(boundaries) if b > a]
-    if not parts:
-        return SCHEMA.empty_table()
-    return pa.concat_tables(parts)
-
-
-def assert_rows(table: pa.Table, boundaries: Sequence[int]) -> None:
-    """``table`` holds exactly the rows of these commits, each once, in commit order."""
-    expected = expected_table(boundaries)
-    ids = table.column("order_id").to_pylist()
-    assert len(ids) == len(set(ids)), "a row id appears twice"
-    assert ids == expected.column("order_id").to_pylist()
-    assert table.equals(expected), "row ids match but other values differ"
 
 
 def pyarrow_read_prefix(directory: Path, parquet_size: int) -> pa.Table:

@@ -15,6 +15,7 @@ import pytest
 
 import streamwrite
 from streamwrite.arrow.schema import arrow_to_parquet
+from streamwrite.encode import encode_row_group
 from streamwrite.errors import ConfigError, SchemaError, StreamwriteError
 from streamwrite.format.sidecar.codec import read_sidecar
 from streamwrite.layout.actions import Fsync, LiveFileName, WriteAt
@@ -22,7 +23,6 @@ from streamwrite.layout.appender import Appender
 from streamwrite.layout.file_writer import FileWriter
 from streamwrite.options import make_write_options
 from streamwrite.testing import reference_table
-from streamwrite.writer import encode_row_group
 
 TABLE = reference_table(3000)
 
@@ -87,7 +87,7 @@ def test_every_commit_is_a_snapshot_readable_by_us_and_pyarrow(tmp_path: Path) -
 def test_snapshots_list_every_commit_and_survive_reopen(tmp_path: Path) -> None:
     commits = _run(_build, tmp_path / "lf", [10, 20, 30])
 
-    async def reopen() -> list[streamwrite.Snapshot]:
+    async def reopen() -> list[streamwrite.Commit]:
         async with await streamwrite.LiveFile.open(tmp_path / "lf") as lf:
             assert lf.recovery is not None and lf.recovery.describe()[-1] == "nothing to do"
             assert lf.last_commit == commits[-1]
@@ -98,6 +98,24 @@ def test_snapshots_list_every_commit_and_survive_reopen(tmp_path: Path) -> None:
         (c.seq, c.parquet_size, c.num_rows) for c in commits
     ]
     assert (snapshots[0].seq, snapshots[0].num_rows) == (0, 0)
+
+
+def test_snapshots_are_the_commits_appends_returned(tmp_path: Path) -> None:
+    """One type: each version ``snapshots()`` lists equals the Commit its append returned,
+    footer checksum included, before and after a reopen and a rollback."""
+
+    async def scenario() -> None:
+        async with await streamwrite.LiveFile.open(tmp_path / "lf", TABLE.schema) as lf:
+            commits = [lf.last_commit] + [await lf.append(TABLE.slice(0, n)) for n in (5, 7)]
+            assert lf.snapshots() == commits
+            assert all(type(s) is streamwrite.Commit for s in lf.snapshots())
+            assert all(c.footer_checksum is not None for c in commits)
+        async with await streamwrite.LiveFile.open(tmp_path / "lf") as lf:
+            assert lf.snapshots() == commits and lf.last_commit == commits[-1]
+            assert await lf.rollback(commits[1].parquet_size) == commits[1]
+            assert lf.snapshots() == commits[:2]
+
+    _run(scenario)
 
 
 def test_rebuilt_sidecar_is_byte_identical_to_the_one_written(tmp_path: Path) -> None:

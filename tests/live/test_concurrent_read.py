@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import pyarrow as pa
 
 import streamwrite
@@ -46,7 +47,7 @@ def test_reader_sees_only_committed_snapshots(tmp_path: Path) -> None:
                     rows = rng.randint(1, 10)
                     commit = await lf.append(batch(totals[-1], totals[-1] + rows))
                     totals.append(commit.num_rows)
-                    await anyio.sleep(0)
+                    await anyio.lowlevel.checkpoint()  # a yield between commits, not a wait
             finally:
                 done.set()
                 await anyio.to_thread.run_sync(thread.join)

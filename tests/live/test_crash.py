@@ -81,10 +81,11 @@ def kill_at_random_moment(directory: Path, rng: random.Random) -> ChildReport:
     try:
         head = b""
         if rng.random() < 0.2:
-            time.sleep(rng.uniform(0.0, 0.8))  # anywhere from startup through open/recovery
+            # The random delay is the test: a kill anywhere from startup through open/recovery.
+            time.sleep(rng.uniform(0.0, 0.8))
         else:
             head = proc.stdout.readline()  # opened; kill somewhere in the append loop
-            time.sleep(rng.uniform(0.0, 0.25))
+            time.sleep(rng.uniform(0.0, 0.25))  # the test: a kill at a random moment of the loop
         proc.kill()
         proc.wait()
         out = head + proc.stdout.read()

@@ -31,6 +31,7 @@ from streamwrite.crypto import EncryptionConfig, ExplicitKeys, InMemoryKms, KeyW
 from streamwrite.crypto.decryption import DecryptionConfig
 from streamwrite.crypto.encryption import FileEncryption
 from streamwrite.crypto.live_keys import LiveKeys
+from streamwrite.encode import encode_row_group
 from streamwrite.errors import ConfigError, EncryptionError, LimitError
 from streamwrite.format import structs as t
 from streamwrite.format.sidecar.codec import read_row_group_block, read_sidecar
@@ -39,7 +40,6 @@ from streamwrite.layout.recovery import FooterVersion, parse_footer_at
 from streamwrite.live.file import LiveFile
 from streamwrite.table.api import open_table
 from streamwrite.testing import reference_table
-from streamwrite.writer import encode_row_group
 from tests.crypto.test_writer_encryption import MASTER_KEYS, _job, run_pyarrow
 
 TABLE = reference_table(2400)
@@ -140,7 +140,7 @@ def _versions(case: Case, path: Path) -> list[FooterVersion]:
     return [parse_footer_at(lambda o, n: data[o : o + n], size, keys) for size in sizes]
 
 
-def snapshots(path: Path) -> list[streamwrite.Snapshot]:
+def snapshots(path: Path) -> list[streamwrite.Commit]:
     from streamwrite.live.info import snapshots_from_sidecar
 
     return snapshots_from_sidecar((path / "_pm").read_bytes())

@@ -18,7 +18,7 @@ import streamwrite
 import streamwrite.io.local
 from streamwrite.errors import StateError, StreamwriteIOError
 from streamwrite.layout.actions import Action, Fsync
-from streamwrite.live.file import LiveFile
+from streamwrite.live.file import LiveFile, open_live_file
 from tests.live._support import SCHEMA, assert_rows, batch, run
 
 
@@ -58,7 +58,7 @@ def test_fsync_error_poisons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ho
     hook = _fail_first_fsync(how, monkeypatch)
 
     async def scenario() -> None:
-        lf = await LiveFile.open(directory, schema=SCHEMA, _action_hook=hook)
+        lf = await open_live_file(directory, schema=SCHEMA, action_hook=hook)
         first = await lf.append(batch(0, 5))
         hook.arm()  # type: ignore[attr-defined]
         with pytest.raises(StreamwriteIOError) as info:
@@ -89,7 +89,7 @@ def test_poisoned_last_commit_is_the_acknowledged_one(
     hook = _fail_first_fsync("os.fsync fails", monkeypatch)
 
     async def scenario() -> None:
-        async with await LiveFile.open(tmp_path / "lf", schema=SCHEMA, _action_hook=hook) as lf:
+        async with await open_live_file(tmp_path / "lf", schema=SCHEMA, action_hook=hook) as lf:
             first = await lf.append(batch(0, 3))
             hook.arm()  # type: ignore[attr-defined]
             with pytest.raises(StreamwriteIOError):
@@ -115,7 +115,7 @@ def test_failed_open_releases_the_directory(tmp_path: Path) -> None:
         with (directory / "data.parquet").open("ab") as f:
             f.write(b"torn tail")
         with pytest.raises(OSError):
-            await LiveFile.open(directory, _action_hook=hook)
+            await open_live_file(directory, action_hook=hook)
         async with await LiveFile.open(directory) as lf:  # not locked by the failed open
             assert lf.recovery is not None and lf.recovery.torn_data_bytes == len(b"torn tail")
             assert lf.last_commit.num_rows == 4

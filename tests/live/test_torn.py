@@ -27,7 +27,7 @@ import pytest
 
 import streamwrite
 from streamwrite.errors import CorruptFileError
-from streamwrite.live.file import LiveFile, Snapshot, recover
+from streamwrite.live.file import Commit, LiveFile, recover
 from tests.live._support import (
     DATA_NAME,
     PM_NAME,
@@ -52,8 +52,8 @@ class Reference:
     pm_k: bytes
     data_k1: bytes
     pm_k1: bytes
-    snapshots_k: list[Snapshot]
-    snapshots_k1: list[Snapshot]
+    snapshots_k: list[Commit]
+    snapshots_k1: list[Commit]
 
     @property
     def size_k(self) -> int:
@@ -69,7 +69,7 @@ class Reference:
         return self.pm_k[:8] + self.pm_k1[8:]
 
 
-def boundaries(snapshots: list[Snapshot]) -> list[int]:
+def boundaries(snapshots: list[Commit]) -> list[int]:
     return [s.num_rows for s in snapshots]
 
 
@@ -236,7 +236,7 @@ def test_torn_header_patch(ref: Reference, tmp_path: Path, split: int, new_first
     header = new[:split] + old[split:] if new_first else old[:split] + new[split:]
     place(directory, ref.data_k1, header + ref.pm_k1[8:])
 
-    async def check() -> list[Snapshot]:
+    async def check() -> list[Commit]:
         async with await LiveFile.open(directory) as lf:
             return lf.snapshots()
 
@@ -247,7 +247,7 @@ def test_torn_header_patch(ref: Reference, tmp_path: Path, split: int, new_first
     assert_rows(pyarrow_read_prefix(directory, newest.parquet_size), boundaries(snapshots))
 
 
-def _check_all_snapshots(directory: Path, snapshots: list[Snapshot]) -> None:
+def _check_all_snapshots(directory: Path, snapshots: list[Commit]) -> None:
     for i, snapshot in enumerate(snapshots):
         table = streamwrite.read_table(directory, snapshot=snapshot.parquet_size)
         assert_rows(table, boundaries(snapshots[: i + 1]))

@@ -21,19 +21,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+import streamwrite
+from streamwrite import errors
 from streamwrite.arrow.schema import arrow_to_parquet
-from streamwrite.errors import ConfigError, StateError
+from streamwrite.encode import encode_row_group, row_group_jobs
+from streamwrite.errors import ConfigError, StateError, WorkerError
+from streamwrite.format.chunk import EncodedChunk
 from streamwrite.format.enums import Encoding
 from streamwrite.options import make_write_options
-from streamwrite.pool.process import (
-    SEGMENT_PREFIX,
-    InlineExecutor,
-    ProcessPool,
-    WorkerError,
-)
+from streamwrite.pool.executor import InlineExecutor
+from streamwrite.pool.process import SEGMENT_PREFIX, ProcessPool
 from streamwrite.testing import reference_table
-from streamwrite.writer import encode_row_group, row_group_jobs
-from workers.chunk import EncodedChunk
 from workers.jobs import EncodeChunkJob
 from workers.values import BinaryValues
 
@@ -70,6 +68,26 @@ class SuicideJob(EncodeChunkJob):
 class ExitJob(EncodeChunkJob):
     def run(self) -> EncodedChunk:
         os._exit(3)
+
+
+def _make_error(cls: type[Exception]) -> Exception:
+    """An instance of a streamwrite error class, with the arguments its constructor takes."""
+    if issubclass(cls, errors.CorruptFileError):
+        return cls("Column 'x' is broken.", 1234)
+    if cls is errors.StaleBatchError:
+        return errors.StaleBatchError("job-1", 3, 17)
+    return cls("Column 'x' is broken.")
+
+
+@dataclass(frozen=True, slots=True)
+class RaiseJob(EncodeChunkJob):
+    """Raises ``streamwrite.<error_name>``, looked up through the public package (so in the
+    worker too the class reports ``__module__ == "streamwrite"`` and pickles by that name)."""
+
+    error_name: str = "SchemaError"
+
+    def run(self) -> EncodedChunk:
+        raise _make_error(getattr(streamwrite, self.error_name))
 
 
 def _nullable_table(num_rows: int) -> pa.Table:
@@ -288,6 +306,30 @@ def test_exceptions_raised_in_a_job_come_back_unchanged() -> None:
     assert any("Raised in a pool worker" in note for note in getattr(pooled, "__notes__", []))
 
 
+def test_every_streamwrite_error_raised_in_a_worker_arrives_as_its_class() -> None:
+    (job,) = _jobs(reference_table(100).select(["qty"]))
+    names = errors.__all__
+
+    async def main() -> list[BaseException]:
+        raised = []
+        async with await ProcessPool.open(1) as pool:
+            for name in names:
+                failing = RaiseJob(
+                    job.settings, job.values, job.def_levels, job.num_rows, error_name=name
+                )
+                with pytest.raises(streamwrite.StreamwriteError) as info:
+                    await pool.run(failing)
+                raised.append(info.value)
+        return raised
+
+    for name, error in zip(names, run(main), strict=True):
+        cls = getattr(streamwrite, name)
+        assert cls.__module__ == "streamwrite"
+        assert type(error) is cls, (name, type(error))
+        assert str(error) == str(_make_error(cls))
+        assert any("Raised in a pool worker" in note for note in getattr(error, "__notes__", []))
+
+
 def test_worker_error_pickles() -> None:
     error = WorkerError("A pool worker (pid 1, killed by signal 9) died.")
     again = pickle.loads(pickle.dumps(error))
@@ -320,8 +362,8 @@ SHUTDOWN_SCRIPT = textwrap.dedent(
     import os, signal, sys
     import anyio
     from tests.pool.test_process import SleepJob, SuicideJob, _jobs
-    from streamwrite.pool.process import ProcessPool, WorkerError
-    from streamwrite.errors import StateError
+    from streamwrite.pool.process import ProcessPool
+    from streamwrite.errors import StateError, WorkerError
     from streamwrite.testing import reference_table
 
     async def main(start_method):

@@ -74,7 +74,7 @@ def test_spark_reads_only_committed_snapshots_during_appends(spark: Any, tmp_pat
                 assert commit is not None and not commit.skipped
                 totals.append(totals[-1] + batch.num_rows)
                 committed.set()
-                await anyio.sleep(PAUSE_SECONDS)
+                await anyio.sleep(PAUSE_SECONDS)  # pacing, not a wait: many commits per read
         finally:
             await table.close()
 

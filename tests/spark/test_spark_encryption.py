@@ -272,8 +272,8 @@ def test_our_reader_reads_spark_encrypted_v2_files(
 ) -> None:
     """Spark writes encrypted DATA_PAGE_V2 files (parquet-java's layout: plaintext levels);
     our reader reads them with the same master keys, checksums verified."""
+    from streamwrite import ParquetFile, read_table
     from streamwrite.crypto.decryption import DecryptionConfig
-    from streamwrite.reader.file import ParquetFile, read_table
 
     skip_or_fail_without_spark()
     classes = _compile_kms(tmp_path / "kms")

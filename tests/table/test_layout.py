@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import streamwrite
+from streamwrite.arrow.partitioning import split_by_partition
 from streamwrite.arrow.schema import encode_arrow_schema
 from streamwrite.compaction.policy import CompactionPolicy
 from streamwrite.errors import ConfigError, CorruptFileError
@@ -32,7 +33,6 @@ from streamwrite.format.txn import (
     decode_txn,
     encode_txn,
 )
-from streamwrite.layout.partitioning import split_by_partition
 from streamwrite.table.api import open_table
 from streamwrite.table.state import read_snapshot, segment_data_path
 from streamwrite.testing import reference_table

@@ -20,7 +20,7 @@ import streamwrite.table.recovery as table_recovery
 from streamwrite.errors import StreamwriteIOError
 from streamwrite.format.txn import TXN_FILE, decode_txn
 from streamwrite.layout.actions import RecoverSegment, RemoveTree, TableAction
-from streamwrite.layout.table import plan_recovery
+from streamwrite.layout.table_recovery import plan_recovery
 from streamwrite.table.api import open_table
 from streamwrite.table.execute import ActionHook, run_file_actions, scan_table
 from streamwrite.testing import reference_table

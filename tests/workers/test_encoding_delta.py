@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamwrite.errors import FormatError, LimitError
+from streamwrite.testing.strategies import byte_array_lists, int_lists
 from tests.workers._encoding_helpers import assert_rejects_or_decodes, pyarrow_file
 from workers.encoding.delta_binary_packed import (
     decode_delta_binary_packed,
@@ -81,16 +82,6 @@ def test_count_must_match() -> None:
         decode_delta_binary_packed(encoded, np.int32, 11)
 
 
-def int_lists(bits: int) -> st.SearchStrategy[list[int]]:
-    lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
-    values = st.integers(lo, hi) | st.sampled_from([lo, hi, 0, -1, 1])
-    return st.one_of(
-        st.lists(values, max_size=600),
-        st.lists(values, max_size=600).map(sorted),
-        st.tuples(values, st.integers(0, 600)).map(lambda t: [t[0]] * t[1]),
-    )
-
-
 @pytest.mark.parametrize("bits", [32, 64])
 def test_delta_binary_packed_round_trip(bits: int) -> None:
     dtype = np.int32 if bits == 32 else np.int64
@@ -120,12 +111,7 @@ def test_delta_binary_packed_malformed(values: list[int], seed: int) -> None:
     assert_rejects_or_decodes(encoded, lambda b: decode_delta_binary_packed(b, np.int32), seed)
 
 
-BLOBS = st.one_of(
-    st.lists(st.binary(max_size=30), max_size=80),
-    st.lists(st.binary(max_size=30), max_size=80).map(sorted),
-    st.lists(st.sampled_from([b"", b"a", b"ab", b"abc", b"abd", b"b"]), max_size=80),
-    st.tuples(st.binary(max_size=20), st.integers(0, 80)).map(lambda t: [t[0]] * t[1]),
-)
+BLOBS = byte_array_lists()
 
 
 @settings(max_examples=250, deadline=None)

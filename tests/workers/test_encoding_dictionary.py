@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from streamwrite.errors import ConfigError, FormatError
 from streamwrite.format.enums import Type
+from streamwrite.testing.strategies import physical_values
 from tests.workers._encoding_helpers import assert_rejects_or_decodes, pyarrow_file
 from workers.encoding.dictionary import (
     decode_dictionary_indices,
@@ -68,10 +69,10 @@ def test_indices_bit_width() -> None:
 
 
 NUMERIC = [
-    (Type.INT32, np.int32, st.integers(-(2**31), 2**31 - 1)),
-    (Type.INT64, np.int64, st.integers(-(2**63), 2**63 - 1)),
-    (Type.FLOAT, np.float32, st.floats(width=32) | st.sampled_from([0.0, -0.0, float("nan")])),
-    (Type.DOUBLE, np.float64, st.floats() | st.sampled_from([0.0, -0.0, float("nan")])),
+    (Type.INT32, np.int32, physical_values(Type.INT32)),
+    (Type.INT64, np.int64, physical_values(Type.INT64)),
+    (Type.FLOAT, np.float32, physical_values(Type.FLOAT)),
+    (Type.DOUBLE, np.float64, physical_values(Type.DOUBLE)),
 ]
 
 

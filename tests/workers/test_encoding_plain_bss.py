@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from streamwrite.errors import FormatError
 from streamwrite.format.enums import Type
+from streamwrite.testing.strategies import byte_array_lists, physical_values
 from tests.workers._encoding_helpers import assert_rejects_or_decodes, pyarrow_file
 from workers.encoding.byte_stream_split import (
     decode_byte_stream_split,
@@ -23,11 +24,11 @@ from workers.encoding.plain import (
 )
 from workers.values import BinaryValues
 
-INT32 = st.integers(-(2**31), 2**31 - 1)
-INT64 = st.integers(-(2**63), 2**63 - 1)
-DOUBLES = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from([0.0, -0.0])
-FLOATS = st.floats(width=32, allow_nan=True) | st.sampled_from([0.0, -0.0])
-BLOBS = st.lists(st.binary(max_size=40) | st.sampled_from([b"", b"a"]), max_size=60)
+INT32 = physical_values(Type.INT32)
+INT64 = physical_values(Type.INT64)
+DOUBLES = physical_values(Type.DOUBLE)
+FLOATS = physical_values(Type.FLOAT)
+BLOBS = byte_array_lists(max_size=60)
 
 NUMERIC = [
     (Type.INT32, np.int32, INT32),

@@ -17,6 +17,7 @@ from hypothesis.extra import numpy as hnp
 
 from streamwrite.errors import ConfigError
 from streamwrite.format.enums import BoundaryOrder, Type
+from streamwrite.testing.strategies import FLOAT_SPECIALS
 from workers.stats import SortOrder, ValueStats, boundary_order, compute_stats, decode_stat
 from workers.values import BinaryValues
 
@@ -62,7 +63,7 @@ def assert_same(got: ValueStats, want: ValueStats, order: SortOrder, ptype: Type
     assert got == want
 
 
-special_floats = st.sampled_from([0.0, -0.0, math.nan, math.inf, -math.inf, 1.5, -2.25])
+special_floats = st.sampled_from(FLOAT_SPECIALS)
 
 
 @settings(max_examples=150, deadline=None)

@@ -103,6 +103,31 @@ from collections.abc import Sequence
 
 from streamwrite.errors import ConfigError, CorruptFileError, UnsupportedError
 from streamwrite.format.sidecar.blocks import (
+    encode_row_group_block,
+    encoding_mask,
+    questdb_type_code,
+    read_bloom_bitset,
+    read_row_group_block,
+)
+from streamwrite.format.sidecar.footer import (
+    FOOTER_FIXED_SIZE,
+    Sidecar,
+    SidecarFooter,
+    _read_versions,
+    encode_footer,
+    parquet_footer_checksum,
+    read_footer_at,
+    read_sidecar,
+    read_version,
+)
+from streamwrite.format.sidecar.header import (
+    bit_names,
+    encode_header,
+    patch_committed_size,
+    read_header,
+    validate_header,
+)
+from streamwrite.format.sidecar.records import (
     BLOCK_ALIGNMENT,
     COLUMN_CHUNK_SIZE,
     COLUMN_DESCRIPTOR_SIZE,
@@ -132,29 +157,6 @@ from streamwrite.format.sidecar.blocks import (
     SidecarHeader,
     align8,
     column_flags,
-    encode_row_group_block,
-    encoding_mask,
-    questdb_type_code,
-    read_bloom_bitset,
-    read_row_group_block,
-)
-from streamwrite.format.sidecar.footer import (
-    FOOTER_FIXED_SIZE,
-    Sidecar,
-    SidecarFooter,
-    _read_versions,
-    encode_footer,
-    parquet_footer_checksum,
-    read_footer_at,
-    read_sidecar,
-    read_version,
-)
-from streamwrite.format.sidecar.header import (
-    bit_names,
-    encode_header,
-    patch_committed_size,
-    read_header,
-    validate_header,
 )
 
 __all__ = [

@@ -1,7 +1,7 @@
 """Footers of the ``_pm`` sidecar: records, encoder, decoder and the readers of whole files.
 
 The byte layout and the decisions taken where the spec is silent are documented in
-:mod:`streamwrite.format.sidecar`, which re-exports everything public from here.
+:mod:`streamwrite.format.sidecar.codec`, which re-exports everything public from here.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import xxhash
 
 from streamwrite.errors import ConfigError, CorruptFileError, UnsupportedError
-from streamwrite.format.sidecar.blocks import (
+from streamwrite.format.sidecar.header import bit_names, header_min_end, read_header
+from streamwrite.format.sidecar.records import (
     BLOCK_ALIGNMENT,
     COLUMN_CHUNK_SIZE,
     FEATURE_BLOOM_FILTERS,
@@ -27,7 +28,6 @@ from streamwrite.format.sidecar.blocks import (
     pack,
     unpack_at,
 )
-from streamwrite.format.sidecar.header import bit_names, header_min_end, read_header
 
 __all__ = [
     "FOOTER_FIXED_SIZE",

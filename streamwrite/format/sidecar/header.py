@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 
 from streamwrite.errors import ConfigError, CorruptFileError, UnsupportedError
-from streamwrite.format.sidecar.blocks import (
+from streamwrite.format.sidecar.records import (
     COLUMN_DESCRIPTOR_SIZE,
     FEATURE_BLOOM_FILTERS,
     FEATURE_BLOOM_FILTERS_EXTERNAL,

@@ -1,0 +1,1 @@
+"""The sections of ``bench_ingest.py``, one module each."""

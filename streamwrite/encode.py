@@ -1,0 +1,271 @@
+"""Arrow -> jobs, for every writer: the one place a table becomes column-chunk jobs.
+
+Every writer (``ParquetWriter``/``write_table``, live files, tables, compaction's Arrow path)
+goes through these steps; only where the jobs run (inline or a process pool) and where the
+chunks go (a file, a live file's commit) differ::
+
+    data --as_table--> pa.Table of the target schema       SchemaError naming the first
+                                                           column that differs
+         --check_values--> every value fits its column     before any row group is written
+         --row_group_jobs--> EncodeChunkJob per column     to_physical + chunk_settings (+ the
+                                                           column's ChunkCrypto if encrypted)
+         --run_job / an executor--> EncodedChunk per column  (workers, ring 2)
+         --FileWriter.add_row_group--> file bytes           (layout, ring 1)
+
+:func:`check_write_options` makes the checks of the write options that need the schema,
+before anything is written; :func:`chunk_settings` is a column's encoder settings (compaction
+builds its merge jobs from it too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import pyarrow as pa
+
+from streamwrite.arrow.schema import ColumnSpec, ParquetSchema, to_physical
+from streamwrite.crypto.encryption import FileEncryptor
+from streamwrite.errors import ConfigError, SchemaError
+from streamwrite.format.chunk import EncodedChunk
+from streamwrite.format.enums import FieldRepetitionType, Type
+from streamwrite.options import WriteOptions
+from workers.chunk import ChunkSettings
+from workers.encodings import check_encoding
+from workers.jobs import EncodeChunkJob, run_job
+
+__all__ = [
+    "as_table",
+    "check_values",
+    "check_write_options",
+    "chunk_settings",
+    "encode_row_group",
+    "row_group_jobs",
+    "schema_difference",
+]
+
+
+def chunk_settings(spec: ColumnSpec, options: WriteOptions) -> ChunkSettings:
+    """The encoder settings of one column under ``options``.
+
+    Returns:
+        The settings a job of this column carries (picklable).
+    """
+    return ChunkSettings(
+        path_in_schema=(spec.name,),
+        physical_type=spec.physical_type,
+        type_length=spec.type_length,
+        max_definition_level=spec.max_definition_level,
+        sort_order=spec.sort_order,
+        column=options.column(spec.name),
+        data_page_size=options.data_page_size,
+        data_page_row_limit=options.data_page_row_limit,
+        dictionary_page_size_limit=options.dictionary_page_size_limit,
+        data_page_version=options.data_page_version,
+        write_page_index=options.write_page_index,
+        write_page_checksum=options.write_page_checksum,
+        statistics_truncate_length=options.statistics_truncate_length,
+        dictionary_typed=pa.types.is_dictionary(spec.field.type),
+    )
+
+
+def schema_difference(data: pa.Schema, expected: pa.Schema, owner: str) -> str:
+    """A message naming the first column where ``data`` differs from ``expected``, and how.
+
+    The first line is one sentence (``"Column 'qty' (index 2) has type int32 in the data but
+    int64 in the table."``); both full schemas follow it.
+
+    Args:
+        data: The schema of the data given.
+        expected: The schema the data must have.
+        owner: What holds ``expected``, as it reads after "in" (``"the table"``).
+
+    Returns:
+        The message.
+    """
+    data_names = data.names
+    first = ""
+    for index, field in enumerate(expected):
+        given = data.field(index) if index < len(data_names) else None
+        if given is not None and given.name == field.name:
+            if not given.type.equals(field.type):
+                first = (
+                    f"Column {field.name!r} (index {index}) has type {given.type} in the data "
+                    f"but {field.type} in {owner}."
+                )
+            elif given.nullable != field.nullable:
+                how = ("nullable", "required (not nullable)")
+                first = (
+                    f"Column {field.name!r} (index {index}) is {how[not given.nullable]} in "
+                    f"the data but {how[not field.nullable]} in {owner}."
+                )
+            if first:
+                break
+            continue
+        if field.name not in data_names:
+            first = f"The data has no column {field.name!r} (index {index} in {owner})."
+        elif given is not None and given.name not in expected.names:
+            first = (
+                f"The data has a column {given.name!r} (index {index}) that {owner} does not have."
+            )
+        else:
+            first = (
+                f"Column {field.name!r} is at index {data_names.index(field.name)} in the "
+                f"data but at index {index} in {owner}."
+            )
+        break
+    else:
+        if len(data_names) > len(expected.names):
+            extra = len(expected.names)
+            first = (
+                f"The data has a column {data_names[extra]!r} (index {extra}) that {owner} "
+                "does not have."
+            )
+        else:
+            first = f"The data's schema differs from the schema of {owner}."
+    holder = owner[:1].upper() + owner[1:]
+    return f"{first}\nThe data:\n{_indent(data)}\n{holder}:\n{_indent(expected)}"
+
+
+def _indent(schema: pa.Schema) -> str:
+    return "\n".join(f"    {line}" for line in str(schema).splitlines())
+
+
+def as_table(
+    data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch], schema: pa.Schema, owner: str
+) -> pa.Table:
+    """``data`` (a table, a batch or batches) as one table of ``schema``.
+
+    Returns:
+        The data as a table (metadata as given).
+
+    Raises:
+        SchemaError: The data's schema differs (metadata aside); the message names the first
+            column that differs and how, and ``owner`` (``"the table"``) names the target.
+    """
+    if isinstance(data, pa.RecordBatch):
+        data = pa.Table.from_batches([data])
+    elif not isinstance(data, pa.Table):
+        batches = list(data)
+        for batch in batches:
+            if not batch.schema.equals(schema, check_metadata=False):
+                raise SchemaError(schema_difference(batch.schema, schema, owner))
+        data = pa.Table.from_batches(batches, schema=schema)
+    if not data.schema.equals(schema, check_metadata=False):
+        raise SchemaError(schema_difference(data.schema, schema, owner))
+    return data
+
+
+def _checks_values(arrow_type: pa.DataType) -> bool:
+    """Whether converting a column of ``arrow_type`` checks its values (and may refuse one)."""
+    if pa.types.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
+    if isinstance(arrow_type, pa.BaseExtensionType):
+        arrow_type = arrow_type.storage_type
+    if pa.types.is_time32(arrow_type) or pa.types.is_timestamp(arrow_type):
+        return bool(arrow_type.unit == "s")
+    return bool(pa.types.is_decimal(arrow_type) or pa.types.is_date64(arrow_type))
+
+
+def check_values(table: pa.Table, schema: ParquetSchema) -> None:
+    """Refuse ``table`` if any of its values cannot be written, before a row group is written.
+
+    Row groups are converted and encoded one at a time (so memory stays at one row group's
+    worth); this pass makes sure a bad value in a later row group refuses the whole table
+    instead of failing half way. It is vectorised and one column at a time: a REQUIRED column
+    by its ``null_count``; the columns whose conversion checks values (decimals against their
+    precision, ``date64`` and ``time32[s]`` against INT32, ``timestamp[s]`` against int64
+    milliseconds) by converting the whole column once; every other conversion cannot fail on
+    a value. (Should a later row group fail anyway, the writer fails and publishes nothing.)
+
+    Raises:
+        SchemaError: As :func:`streamwrite.arrow.schema.to_physical`, for the first column holding
+            a bad value.
+    """
+    for spec, column in zip(schema.columns, table.columns, strict=True):
+        required = spec.repetition == FieldRepetitionType.REQUIRED
+        if (required and column.null_count) or _checks_values(spec.field.type):
+            to_physical(column, spec)
+
+
+def check_write_options(schema: ParquetSchema, options: WriteOptions) -> None:
+    """The checks of ``options`` that need the file's schema, made before anything is written.
+
+    Raises:
+        ConfigError: A column's explicit encoding cannot encode its physical type, or a Bloom
+            filter is asked for a BOOLEAN column.
+    """
+    for spec in schema.columns:
+        column = options.column(spec.name)
+        if column.encoding is not None:
+            check_encoding(column.encoding, spec.physical_type, spec.name)
+        if column.bloom_filter is not None and spec.physical_type == Type.BOOLEAN:
+            raise ConfigError(
+                f"bloom_filter_options asks for a Bloom filter on column {spec.name!r}, which "
+                "is BOOLEAN: Parquet Bloom filters do not cover BOOLEAN columns."
+            )
+
+
+def row_group_jobs(
+    table: pa.Table,
+    schema: ParquetSchema,
+    options: WriteOptions,
+    encryptor: FileEncryptor | None = None,
+    row_group_ordinal: int = 0,
+) -> list[EncodeChunkJob]:
+    """One encoding job per column of ``table`` (one row group), in schema order.
+
+    Args:
+        table: The row group's rows.
+        schema: The file's schema.
+        options: The write options.
+        encryptor: The file's encryption state, when the file is encrypted.
+        row_group_ordinal: The ordinal the row group will have in the file (used in the
+            module AADs of encrypted columns).
+
+    Returns:
+        The jobs, ready for :func:`workers.jobs.run_job` or an executor.
+
+    Raises:
+        LimitError: An encrypted file's ``row_group_ordinal`` exceeds 32767.
+    """
+    if encryptor is not None:
+        encryptor.check_row_group_ordinal(row_group_ordinal)
+    jobs = []
+    for ordinal, (spec, column) in enumerate(zip(schema.columns, table.columns, strict=True)):
+        physical = to_physical(column, spec)
+        jobs.append(
+            EncodeChunkJob(
+                settings=chunk_settings(spec, options),
+                values=physical.values,
+                def_levels=physical.def_levels,
+                num_rows=physical.num_rows,
+                crypto=(
+                    None
+                    if encryptor is None
+                    else encryptor.chunk_crypto(row_group_ordinal, ordinal)
+                ),
+            )
+        )
+    return jobs
+
+
+def encode_row_group(
+    table: pa.Table,
+    schema: ParquetSchema,
+    options: WriteOptions,
+    run: Callable[[EncodeChunkJob], EncodedChunk] = run_job,
+    encryptor: FileEncryptor | None = None,
+    row_group_ordinal: int = 0,
+) -> list[EncodedChunk]:
+    """Encode every column of ``table`` (one row group) into column chunks, in schema order.
+
+    ``encryptor`` and ``row_group_ordinal`` as in :func:`row_group_jobs`.
+
+    Returns:
+        One encoded chunk per column.
+
+    Raises:
+        LimitError: An encrypted file's ``row_group_ordinal`` exceeds 32767.
+    """
+    jobs = row_group_jobs(table, schema, options, encryptor, row_group_ordinal)
+    return [run(job) for job in jobs]
