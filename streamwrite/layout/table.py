@@ -22,6 +22,11 @@ open live files; this machine holds the counts and names and decides. Time is an
                                                        row groups are committed, else sealed
                                                        until the commit that completes it
 
+                  seal_newest(partition)               compaction takes the newest segment:
+                                                       the next row group starts a new one
+                                                       (is_settled, sealed_segments and
+                                                       quiet_seconds say when it may)
+
     commit due    rows >= commit_rows, or bytes >= commit_bytes, or rows waiting and
                   now - last commit >= commit_interval
 
