@@ -53,7 +53,8 @@ from _common import (
 )
 
 import streamwrite
-from streamwrite.arrow.schema import arrow_to_parquet, to_physical
+from streamwrite.arrow.schema import arrow_to_parquet
+from streamwrite.arrow.values import to_physical
 from streamwrite.format.structs import Type
 from streamwrite.testing import reference_table
 from workers.encoding.byte_stream_split import encode_byte_stream_split

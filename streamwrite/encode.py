@@ -23,7 +23,8 @@ from collections.abc import Callable, Iterable
 
 import pyarrow as pa
 
-from streamwrite.arrow.schema import ColumnSpec, ParquetSchema, to_physical
+from streamwrite.arrow.schema import ColumnSpec, ParquetSchema
+from streamwrite.arrow.values import to_physical
 from streamwrite.crypto.encryption import FileEncryptor
 from streamwrite.errors import ConfigError, SchemaError
 from streamwrite.format.chunk import EncodedChunk

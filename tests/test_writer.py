@@ -260,7 +260,8 @@ def test_nested_types_are_unsupported_and_schema_mismatch_is_a_schema_error(tmp_
 
 
 def test_jobs_pickle_and_give_byte_identical_chunks() -> None:
-    from streamwrite.arrow.schema import arrow_to_parquet, to_physical
+    from streamwrite.arrow.schema import arrow_to_parquet
+    from streamwrite.arrow.values import to_physical
     from streamwrite.encode import chunk_settings
     from streamwrite.options import make_write_options
     from workers.jobs import EncodeChunkJob, run_job

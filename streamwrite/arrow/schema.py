@@ -66,7 +66,6 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from streamwrite.arrow.assembly import from_physical
 from streamwrite.arrow.column import ColumnSpec
 from streamwrite.arrow.schema_read import (
     _CONVERTED_INT,
@@ -76,7 +75,7 @@ from streamwrite.arrow.schema_read import (
     _inferred_field,
     _sort_order,
 )
-from streamwrite.arrow.values import PhysicalColumn, decimal_size, to_physical
+from streamwrite.arrow.units import decimal_size
 from streamwrite.errors import FormatError, SchemaError, UnsupportedError
 from streamwrite.format.enums import ConvertedType, FieldRepetitionType, Type
 from streamwrite.format.structs import (
@@ -104,13 +103,10 @@ __all__ = [
     "FIELD_ID_KEY",
     "ColumnSpec",
     "ParquetSchema",
-    "PhysicalColumn",
     "arrow_to_parquet",
     "decode_arrow_schema",
     "encode_arrow_schema",
-    "from_physical",
     "parquet_to_arrow",
-    "to_physical",
 ]
 
 ARROW_SCHEMA_KEY = "ARROW:schema"

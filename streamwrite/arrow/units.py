@@ -19,6 +19,7 @@ __all__ = [
     "MILLIS_PER_DAY",
     "NANOS_PER_DAY",
     "UNIT_PER_SECOND",
+    "decimal_size",
     "resize_le",
     "sign_fill",
 ]
@@ -63,3 +64,15 @@ def resize_le(raw: npt.NDArray[np.uint8], width: int) -> npt.NDArray[np.uint8] |
     if (raw[:, width:] != sign_fill(raw, width - 1)[:, None]).any():
         return None
     return raw[:, :width]
+
+
+def decimal_size(precision: int) -> int:
+    """Minimal FIXED_LEN_BYTE_ARRAY length holding any unscaled value of ``precision`` digits.
+
+    Returns:
+        The smallest ``n`` with ``10**precision <= 2**(8 * n - 1)`` (LogicalTypes.md, DECIMAL).
+    """
+    n = 1
+    while 10**precision > 2 ** (8 * n - 1):
+        n += 1
+    return n

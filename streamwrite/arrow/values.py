@@ -53,13 +53,14 @@ from streamwrite.arrow.units import (
     MILLIS_PER_DAY,
     NANOS_PER_DAY,
     UNIT_PER_SECOND,
+    decimal_size,
     resize_le,
 )
 from streamwrite.errors import SchemaError
 from streamwrite.format.enums import FieldRepetitionType, Type
 from workers.values import BinaryValues
 
-__all__ = ["PhysicalColumn", "decimal_size", "to_physical"]
+__all__ = ["PhysicalColumn", "to_physical"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,18 +80,6 @@ class PhysicalColumn:
     def_levels: npt.NDArray[np.uint8] | None
     num_rows: int
     null_count: int
-
-
-def decimal_size(precision: int) -> int:
-    """Minimal FIXED_LEN_BYTE_ARRAY length holding any unscaled value of ``precision`` digits.
-
-    Returns:
-        The smallest ``n`` with ``10**precision <= 2**(8 * n - 1)`` (LogicalTypes.md, DECIMAL).
-    """
-    n = 1
-    while 10**precision > 2 ** (8 * n - 1):
-        n += 1
-    return n
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,7 +9,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-__all__ = ["Action", "Fsync", "LiveFileName", "Truncate", "WriteAt"]
+__all__ = [
+    "Action",
+    "CommitSegment",
+    "Fsync",
+    "FsyncDirectory",
+    "FsyncFile",
+    "LiveFileName",
+    "RecoverSegment",
+    "RemoveTree",
+    "Rename",
+    "TableAction",
+    "Truncate",
+    "WriteAt",
+    "WriteFile",
+]
 
 
 class LiveFileName(Enum):
@@ -45,3 +59,71 @@ class Truncate:
 
 
 Action = WriteAt | Fsync | Truncate
+
+
+# -- table actions (layout/table.py): paths are relative to the table directory, "/"-separated,
+# "." for the table directory itself.
+
+
+@dataclass(frozen=True, slots=True)
+class WriteFile:
+    """Create (or replace) the file at ``path`` holding exactly ``data``."""
+
+    path: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class FsyncFile:
+    """Make the contents of the file at ``path`` durable."""
+
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class Rename:
+    """Rename ``source`` to ``target`` (same directory: atomic, replacing ``target``)."""
+
+    source: str
+    target: str
+
+
+@dataclass(frozen=True, slots=True)
+class FsyncDirectory:
+    """Make the entries of directory ``path`` durable (after a rename, creation or removal)."""
+
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveTree:
+    """Remove directory ``path`` and everything below it (nothing if it is gone)."""
+
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class CommitSegment:
+    """Commit the next ``num_row_groups`` encoded row groups of ``partition`` to its segment
+    ``segment`` (a live-file commit, itself a list of :data:`Action`); the shell reports the
+    committed size back."""
+
+    partition: str
+    segment: str
+    num_row_groups: int
+
+
+@dataclass(frozen=True, slots=True)
+class RecoverSegment:
+    """Open the live file of segment ``path`` (``partition/segment``), which recovers it, and
+    roll it back to its committed size ``size``; a segment whose newest commit is below
+    ``size`` is a CorruptFileError."""
+
+    path: str
+    size: int
+
+
+TableAction = (
+    WriteFile | FsyncFile | Rename | FsyncDirectory | RemoveTree | CommitSegment | RecoverSegment
+)
+"""The steps the table machine asks of the shell."""

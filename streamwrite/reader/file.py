@@ -35,7 +35,8 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
-from streamwrite.arrow.schema import ColumnSpec, ParquetSchema, from_physical, parquet_to_arrow
+from streamwrite.arrow.assembly import from_physical
+from streamwrite.arrow.schema import ColumnSpec, ParquetSchema, parquet_to_arrow
 from streamwrite.crypto.decryption import ChunkDecryptor, DecryptionConfig
 from streamwrite.errors import (
     ConfigError,

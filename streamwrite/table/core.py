@@ -29,14 +29,9 @@ from streamwrite.crypto.encryption import FileEncryption
 from streamwrite.crypto.live_keys import decryption_for
 from streamwrite.encode import as_table, check_values, row_group_jobs
 from streamwrite.errors import ConfigError, StaleBatchError, StateError
-from streamwrite.format.txn import (
-    DATA_FILE,
-    PENDING_DATA_FILE,
-    Segment,
-    TxnRecord,
-    segment_name,
-)
-from streamwrite.layout.batch_ids import BatchDecision, check_batch_id, decide_batch
+from streamwrite.format.txn import DATA_FILE, PENDING_DATA_FILE, Segment, TxnRecord
+from streamwrite.layout.batch_ids import BatchDecision, check_batch_id
+from streamwrite.layout.table import CommitPolicy, TableMachine, TableState
 from streamwrite.live.file import EncodedRowGroup, LiveFile, open_live_file
 from streamwrite.options import make_write_options
 from streamwrite.pool.executor import Executor
@@ -83,21 +78,27 @@ class Table:
         self.encryption = encryption
         self.decryption = None if encryption is None else decryption_for(encryption)
         """Reads the table's segments (compaction)."""
-        self._record = record
+        self._machine = TableMachine(
+            record,
+            CommitPolicy(
+                settings.commit_rows,
+                settings.commit_bytes,
+                settings.commit_interval,
+                settings.row_group_bytes,
+                settings.segment_row_groups,
+            ),
+            time.monotonic(),
+            segment_numbers(path, record),
+        )
+        """The table's decisions (streamwrite.layout.table): counts, names, order."""
         self._active: dict[str, LiveFile] = {}
         """The newest segment of each partition appended to since open, open for appending
         (opened on the partition's first row group, so that a table of many partitions
         opens no file until it is written)."""
-        self._assigned: dict[str, int] = {}
-        """Row groups of each open newest segment, committed or encoded for it: the next one's
-        ordinal (encrypted tables) and when to start a new segment."""
-        self._retired_newest: set[str] = set()
-        """Partitions whose listed newest segment was sealed for compaction: their next row
-        group starts a new segment."""
-        self._sealed: dict[LiveFile, int] = {}
-        """Segments replaced as newest, with the row groups they will hold: each is closed when
-        its last queued commit is done (and until then compaction leaves it alone)."""
-        self._next_segment = segment_numbers(path, record)
+        self._sealed: dict[tuple[str, str], LiveFile] = {}
+        """Segments replaced as newest with row groups still to commit: each is closed when
+        the machine says its last queued commit is published (until then compaction leaves
+        it alone)."""
         self._lock_file = lock
         self.executor = executor
         self._owns_executor = owns_executor
@@ -105,13 +106,6 @@ class Table:
         self.options = make_write_options(schema.names, caller="open_table", **write_options)
         self.parquet_schema = arrow_to_parquet(schema)
         self._buffers: dict[str, PartitionBuffer] = {}
-        self._buffered_rows = 0
-        self._buffered_bytes = 0
-        self._last_commit = time.monotonic()
-        self._opened = time.monotonic()
-        self._last_rows: dict[str, float] = {}
-        """When rows last came for each partition (monotonic; default when the table was
-        opened): background compaction waits for ``idle_seconds`` after it."""
         self.segment_infos: dict[tuple[str, str, int], SegmentInfo] = {}
         """Compaction's cache: (partition, segment, committed size) -> what it holds."""
         self.compaction_lock = anyio.Lock()
@@ -121,8 +115,6 @@ class Table:
         """The last error of the background compactor (it keeps running)."""
         self._lock = anyio.Lock()  # buffers and the order of commit units
         self._commit_lock = anyio.Lock()  # one commit (or compaction swap) at a time
-        self._poisoned: BaseException | None = None
-        self._closed = False
         self._task_group: TaskGroup | None = None
         self._send: Any = None
         self.pins = PinRegistry()
@@ -132,99 +124,82 @@ class Table:
 
     async def _open_newest(self, name: str) -> LiveFile | None:
         """Open partition ``name``'s listed newest segment for appending, if it may take more."""
-        segments = self._record.partitions.get(name)
-        if not segments or name in self._retired_newest:
+        segment = self._machine.newest_to_open(name)
+        if segment is None:
             return None
         live = await LiveFile.open(
-            self.path / name / segments[-1].name,
+            self.path / name / segment,
             self.schema,
             encryption=self.encryption,
             **self._write_kwargs,
         )
         self._active[name] = live
-        self._assigned[name] = live.last_commit.num_row_groups
+        self._machine.opened(name, segment, live.last_commit.num_row_groups)
         return live
 
-    async def _segment_for_next_row_group(self, name: str) -> LiveFile:
-        """The segment partition ``name``'s next row group goes to: its newest, or a new one
-        when there is none or it is full (the full one is sealed)."""
+    async def _segment_for_next_row_group(self, name: str) -> tuple[LiveFile, int]:
+        """The segment partition ``name``'s next row group goes to and its ordinal there: its
+        newest, or a new one when there is none or it is full (the full one is sealed)."""
         live = self._active.get(name) or await self._open_newest(name)
-        if live is not None and self._assigned[name] < self.settings.segment_row_groups:
-            return live
+        ordinal = self._machine.next_row_group(name)
+        if live is not None and ordinal is not None:
+            return live, ordinal
         created = await self.new_segment(name)
-        self._retired_newest.discard(name)
-        if live is not None and live.last_commit.num_row_groups == self._assigned[name]:
-            await live.close()  # all its row groups are committed
-        elif live is not None:
-            self._sealed[live] = self._assigned[name]  # closed by its last commit
+        old, close_now = self._machine.roll_over(name, created.path.name)
+        if live is not None and old is not None:
+            if close_now:
+                await live.close()  # all its row groups are committed
+            else:
+                self._sealed[(name, old)] = live  # closed once its last commit is published
         self._active[name] = created
-        self._assigned[name] = 0
         self.metrics.segments_created += 1
-        return created
+        return created, 0
 
     async def _encode(self, name: str, table: pa.Table) -> tuple[LiveFile, EncodedRowGroup]:
         """Encode one row group of partition ``name`` for the segment it goes to (encrypted
         with that segment's own keys and ``aad_file_unique`` and its true ordinal, for an
         encrypted table)."""
-        live = await self._segment_for_next_row_group(name)
+        live, ordinal = await self._segment_for_next_row_group(name)
         jobs = row_group_jobs(
             table,
             self.parquet_schema,
             self.options,
             live.encryptor,
-            self._assigned[name] if self.encryption is not None else 0,
+            ordinal if self.encryption is not None else 0,
         )
-        encoded = (await self.executor.run_all(jobs), table.num_rows)
-        self._assigned[name] += 1
-        return live, encoded
-
-    def _row_group_rows(self, buffer: PartitionBuffer) -> int:
-        """Rows of the next row group: ``row_group_size``, fewer when ``row_group_bytes`` says."""
-        size = self.options.row_group_size
-        limit = self.settings.row_group_bytes
-        if limit is not None and buffer.pending_bytes >= limit:
-            per_row = buffer.pending_bytes / max(1, buffer.pending_rows)
-            size = min(size, max(1, int(limit / per_row)))
-        return size
+        return live, (await self.executor.run_all(jobs), table.num_rows)
 
     async def _cut(self, name: str, buffer: PartitionBuffer, *, partial: bool) -> None:
-        """Encode full row groups of a partition buffer (and the rest too, if ``partial``).
+        """Encode the row groups of a partition buffer the machine says are due (the rest
+        too, if ``partial``).
 
         The buffer changes only after a row group is encoded, so a cancelled encode loses
         nothing.
         """
-        while buffer.pending_rows:
-            size = self._row_group_rows(buffer)
-            if buffer.pending_rows < size and not partial:
+        while True:
+            size = self._machine.row_group_rows(name, self.options.row_group_size, partial=partial)
+            if size is None:
                 return
             rows = pa.concat_tables(buffer.pending)
             piece, rest = rows.slice(0, size), rows.slice(size)
-            encoded = await self._encode(name, piece)
+            live, encoded = await self._encode(name, piece)
             buffer.pending = [rest] if rest.num_rows else []
-            buffer.pending_rows = rest.num_rows
-            buffer.pending_bytes = rest.nbytes
-            buffer.encoded.append(encoded)
+            self._machine.cut(name, piece.num_rows, rest.nbytes, live.path.name)
+            buffer.encoded.append((live, encoded))
 
     def _check(self) -> None:
-        if self._closed:
+        machine = self._machine
+        if machine.state is TableState.CLOSED:
             raise StateError(f"The table {str(self.path)!r} is closed.")
-        if self._poisoned is not None:
+        if machine.state is TableState.POISONED:
             raise StateError(
-                f"The table {str(self.path)!r} failed a commit ({self._poisoned}); "
+                f"The table {str(self.path)!r} failed a commit ({machine.error}); "
                 "reopen it to roll back to its last commit."
-            ) from self._poisoned
+            ) from machine.error
 
-    def _due(self) -> bool:
-        settings = self.settings
-        if settings.commit_rows is not None and self._buffered_rows >= settings.commit_rows:
-            return True
-        if settings.commit_bytes is not None and self._buffered_bytes >= settings.commit_bytes:
-            return True
-        return (
-            settings.commit_interval is not None
-            and self._buffered_rows > 0
-            and time.monotonic() - self._last_commit >= settings.commit_interval
-        )
+    def _fail(self, exc: BaseException) -> None:
+        """A commit step failed: the table is poisoned."""
+        self._machine.fail(exc)
 
     async def append(
         self,
@@ -268,8 +243,8 @@ class Table:
     ) -> TableCommit | None:
         async with self._lock:
             if app_id is not None and batch_id is not None:
-                last = self._record.applied.get(app_id)
-                decision = decide_batch(last, batch_id)
+                last = self._machine.record.applied.get(app_id)
+                decision = self._machine.decide_batch(app_id, batch_id)
                 if decision is BatchDecision.STALE and on_stale == "error":
                     assert last is not None
                     raise StaleBatchError(app_id, batch_id, last)
@@ -284,24 +259,19 @@ class Table:
                             table.num_rows,
                         )
                     self.metrics.batches_skipped += 1
-                    return TableCommit(
-                        self._record.version, 0, dict(self._record.partitions), skipped=True
-                    )
-            for name, rows in split_by_partition(
-                table, self._record.timestamp, self._record.partition_by
-            ):
+                    record = self._machine.record
+                    return TableCommit(record.version, 0, dict(record.partitions), skipped=True)
+            record = self._machine.record
+            for name, rows in split_by_partition(table, record.timestamp, record.partition_by):
                 buffer = self._buffers.setdefault(name, PartitionBuffer())
-                self._last_rows[name] = time.monotonic()
                 buffer.pending.append(rows)
-                buffer.pending_rows += rows.num_rows
-                buffer.pending_bytes += rows.nbytes
+                self._machine.buffer(name, rows.num_rows, rows.nbytes, time.monotonic())
                 await self._cut(name, buffer, partial=False)
-            self._buffered_rows += table.num_rows
-            self._buffered_bytes += table.nbytes
+            self._machine.accept(table.num_rows, table.nbytes)
             self.metrics.rows_appended += table.num_rows
             self.metrics.bytes_appended += table.nbytes
-            self.metrics.rows_buffered = self._buffered_rows
-            if app_id is None and not self._due():
+            self.metrics.rows_buffered = self._machine.buffered_rows
+            if app_id is None and not self._machine.commit_due(time.monotonic()):
                 return None
             unit = await self._take_unit(app_id, batch_id)
             # Handed over under the lock, so units commit in the order they were taken.
@@ -312,11 +282,10 @@ class Table:
         for name, buffer in self._buffers.items():
             await self._cut(name, buffer, partial=True)
         parts = {name: b.encoded for name, b in self._buffers.items() if b.encoded}
-        unit = Unit(parts, self._buffered_rows, app_id, batch_id)
+        plan = self._machine.take_unit(app_id, batch_id, time.monotonic())
+        unit = Unit(parts, plan.num_rows, app_id, batch_id, plan)
         self._buffers = {}
-        self._buffered_rows = self._buffered_bytes = 0
         self.metrics.rows_buffered = 0
-        self._last_commit = time.monotonic()
         return unit
 
     async def flush(self) -> TableCommit | None:
@@ -327,7 +296,7 @@ class Table:
         """
         self._check()
         async with self._lock:
-            if self._buffered_rows:
+            if self._machine.buffered_rows:
                 unit = await self._take_unit(None, None)
             else:  # nothing buffered: a barrier behind the commits already handed over
                 unit = Unit({}, 0, None, None)
@@ -340,44 +309,37 @@ class Table:
     async def _commit(self, unit: Unit) -> TableCommit:
         async with self._commit_lock:
             self._check()
+            assert unit.plan is not None
             started = time.perf_counter()
             marker = json.dumps(
                 {
-                    "version": self._record.version + 1,
+                    "version": self._machine.record.version + 1,
                     "app_id": unit.app_id,
                     "batch_id": unit.batch_id,
                 }
             )
-            written: dict[str, list[Segment]] = {}
             try:
-                for name in sorted(unit.parts):
-                    for live, row_groups in by_segment(unit.parts[name]):
-                        commit = await live.commit_encoded(row_groups, ((KV_TXN, marker),))
-                        written.setdefault(name, []).append(
-                            Segment(live.path.name, commit.parquet_size, commit.footer_checksum)
-                        )
+                groups = {name: by_segment(unit.parts[name]) for name in unit.parts}
+                for action in self._machine.begin_commit(unit.plan):
+                    live, row_groups = groups[action.partition].pop(0)
+                    assert live.path.name == action.segment
+                    assert len(row_groups) == action.num_row_groups
+                    commit = await live.commit_encoded(row_groups, ((KV_TXN, marker),))
+                    self._machine.segment_committed(
+                        action,
+                        Segment(live.path.name, commit.parquet_size, commit.footer_checksum),
+                    )
+                record = self._machine.finish_commit(unit.plan)
             except BaseException as exc:
-                self._poisoned = exc
+                self._fail(exc)
                 raise
-            record = self._record.next(written, unit.app_id, unit.batch_id)
             await self._publish(record)
-            await self._close_sealed(unit)
             seconds = time.perf_counter() - started
             self.metrics.commits += 1
             self.metrics.rows_committed += unit.num_rows
             self.metrics.last_commit_seconds = seconds
             self.metrics.commit_seconds.append(seconds)
             return TableCommit(record.version, unit.num_rows, dict(record.partitions))
-
-    async def _close_sealed(self, unit: Unit) -> None:
-        """Close the sealed segments this unit wrote to that hold all their row groups now
-        (a segment's row groups may span several queued units)."""
-        for parts in unit.parts.values():
-            for live, _ in parts:
-                final = self._sealed.get(live)
-                if final is not None and live.last_commit.num_row_groups == final:
-                    del self._sealed[live]
-                    await live.close()
 
     async def _submit(self, unit: Unit, *, wait: bool) -> TableCommit | None:
         """Commit ``unit`` now (no background committer) or hand it over, in order.
@@ -411,9 +373,11 @@ class Table:
         assert self.settings.commit_interval is not None
         while True:
             await anyio.sleep(self.settings.commit_interval / 4)
-            if self._poisoned is None and self._due():
+            if self._machine.state is TableState.OPEN and self._machine.commit_due(
+                time.monotonic()
+            ):
                 async with self._lock:
-                    if self._buffered_rows:
+                    if self._machine.buffered_rows:
                         await self._submit(await self._take_unit(None, None), wait=False)
 
     # -- segments and compaction (the steps are in streamwrite.compaction) -----------------
@@ -422,10 +386,8 @@ class Table:
         """A new segment of ``partition`` (the next number), unpublished until a ``_txn``
         lists it; ``pending``: its data file is ``_data.pending`` (compaction renames it to
         ``data.parquet`` just before the swap), so no engine reading the directory sees it."""
-        number = self._next_segment.get(partition, 0)
-        self._next_segment[partition] = number + 1
         return await open_live_file(
-            self.path / partition / segment_name(number),
+            self.path / partition / self._machine.allocate_segment(partition),
             self.schema,
             encryption=self.encryption,
             data_file=PENDING_DATA_FILE if pending else DATA_FILE,
@@ -433,13 +395,16 @@ class Table:
         )
 
     async def _publish(self, record: TxnRecord) -> None:
-        """Publish ``record`` (commit lock held); a failure poisons the table."""
+        """Publish ``record`` (commit lock held; ``write_txn`` runs the machine's publish
+        actions in a worker thread); a failure poisons the table. Then close the sealed
+        segments whose last commit this was."""
         try:
             await anyio.to_thread.run_sync(write_txn, self.path, record)
         except BaseException as exc:
-            self._poisoned = exc
+            self._fail(exc)
             raise
-        self._record = record
+        for key in self._machine.published(record):
+            await self._sealed.pop(key).close()
 
     async def swap_segments(
         self, partition: str, replaced: tuple[str, ...], merged: Segment
@@ -448,7 +413,8 @@ class Table:
         compaction commit point."""
         async with self._commit_lock:
             self._check()
-            await self._publish(self._record.compacted(partition, replaced, merged, time.time()))
+            record = self._machine.record.compacted(partition, replaced, merged, time.time())
+            await self._publish(record)
             self.metrics.compactions += 1
 
     async def sweep_retired(self, grace_seconds: float | None = None) -> list[str]:
@@ -463,13 +429,13 @@ class Table:
             grace_seconds = self.settings.compaction.grace_seconds
         async with self._commit_lock:
             self._check()
-            if not self._record.retired:
+            if not self._machine.record.retired:
                 return []
             deleted = await anyio.to_thread.run_sync(
-                sweep_retired, self.path, self._record, grace_seconds, self.pins.is_pinned
+                sweep_retired, self.path, self._machine.record, grace_seconds, self.pins.is_pinned
             )
             if deleted:
-                await self._publish(self._record.without_retired(deleted))
+                await self._publish(self._machine.record.without_retired(deleted))
                 self.metrics.segments_deleted += len(deleted)
             return deleted
 
@@ -482,34 +448,31 @@ class Table:
         ``seal``, that newest one is sealed: the partition's next row group starts a new
         segment."""
         async with self._lock:
-            segments = self._record.partitions.get(partition, ())
-            busy = {live.path.name for live in self._sealed if live.path.parent.name == partition}
+            machine = self._machine
+            segments = machine.record.partitions.get(partition, ())
+            busy = machine.sealed_segments(partition)
             live = self._active.get(partition)
-            quiet = time.monotonic() - self._last_rows.get(partition, self._opened)
+            quiet = machine.quiet_seconds(partition, time.monotonic())
             waiting = idle_seconds is not None and quiet < idle_seconds
             if live is not None:
-                buffer = self._buffers.get(partition)
-                settled = self._assigned[partition] == live.last_commit.num_row_groups and not (
-                    buffer is not None and (buffer.pending_rows or buffer.encoded)
-                )
-                if not settled or waiting:
+                if not machine.is_settled(partition) or waiting:
                     busy.add(live.path.name)
                 elif seal:
                     del self._active[partition]
-                    self._retired_newest.add(partition)
+                    machine.seal_newest(partition)
                     await live.close()
-            elif segments and partition not in self._retired_newest:
+            elif segments and machine.has_newest(partition):
                 if waiting:  # not opened since the table was, but it may be appended to
                     busy.add(segments[-1].name)
                 elif seal:
-                    self._retired_newest.add(partition)
+                    machine.seal_newest(partition)
             eligible = next((i for i, s in enumerate(segments) if s.name in busy), len(segments))
             return segments, eligible
 
     @property
     def is_open(self) -> bool:
         """Not closed, and no commit failed."""
-        return not self._closed and self._poisoned is None
+        return self._machine.state is TableState.OPEN
 
     async def compaction_status(
         self, policy: CompactionPolicy | None = None, *, explicit: bool = False
@@ -521,7 +484,7 @@ class Table:
         policy = policy or self.settings.compaction
         return [
             await partition_status(self, name, policy, explicit=explicit, seal=False)
-            for name in sorted(self._record.partitions)
+            for name in sorted(self._machine.record.partitions)
         ]
 
     async def compact(
@@ -545,14 +508,14 @@ class Table:
         """
         self._check()
         if partition is not None:
-            found = self._record.find_partition(partition)
+            found = self._machine.record.find_partition(partition)
             if found is None:
                 raise ConfigError(
                     f"The table {str(self.path)!r} has no partition {partition!r} (its "
-                    f"partitions: {sorted(self._record.partitions)})."
+                    f"partitions: {sorted(self._machine.record.partitions)})."
                 )
             partition = found
-        names = [partition] if partition else sorted(self._record.partitions)
+        names = [partition] if partition else sorted(self._machine.record.partitions)
         policy = policy or self.settings.compaction
         return await compact_table(self, names, policy, explicit=True, hook=hook)
 
@@ -564,22 +527,22 @@ class Table:
         Release it (``with table.snapshot() as snap:`` or ``snap.release()``) when done:
         until then compaction keeps every segment it reads.
         """
-        return snapshot_of(self.path, self._record, self.pins)
+        return snapshot_of(self.path, self._machine.record, self.pins)
 
     @property
     def record(self) -> TxnRecord:
         """The newest committed ``_txn`` record."""
-        return self._record
+        return self._machine.record
 
     @property
     def timestamp(self) -> str | None:
         """The designated timestamp column."""
-        return self._record.timestamp
+        return self._machine.record.timestamp
 
     @property
     def version(self) -> int:
         """The ``_txn`` version of the newest commit."""
-        return self._record.version
+        return self._machine.record.version
 
     async def __aenter__(self) -> Table:
         self._task_group = anyio.create_task_group()
@@ -606,13 +569,13 @@ class Table:
         """Commit what is buffered, wait for background commits, stop the compactor (a
         compaction in flight is abandoned: its unpublished segment is deleted), close every
         segment and release the writer lock."""
-        if self._closed:
+        if self._machine.state is TableState.CLOSED:
             return
         try:
-            if self._poisoned is None:
+            if self._machine.state is TableState.OPEN:
                 await self.flush()
         finally:
-            self._closed = True
+            self._machine.close()
             self.compactor_scope.cancel()
             async with self.compaction_lock:  # a cancelled compaction has cleaned up
                 pass
@@ -620,7 +583,7 @@ class Table:
                 await self._send.aclose()
                 self._send = None
             try:
-                for live in (*self._sealed, *self._active.values()):
+                for live in (*self._sealed.values(), *self._active.values()):
                     await live.close()
                 if self._owns_executor:
                     await self.executor.aclose()

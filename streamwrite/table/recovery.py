@@ -13,7 +13,8 @@ open renames the rest and publishes. Readers of a format-2 table read it as it i
 directory names are its partition names); only while a migration runs may one find a
 partition directory renamed under it (a CorruptFileError naming the segment).
 
-Recovery, given the newest ``_txn`` (``layout/txn.py`` states the rules)::
+Recovery, given the newest ``_txn`` (``format/txn.py`` states the rules; the plan is
+:func:`streamwrite.layout.table_recovery.plan_recovery`, run off the event loop)::
 
     partition dir not in _txn                 never published: delete it
     segment dir listed                        committed size == listed: keep (a torn tail
@@ -38,7 +39,7 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,26 +49,26 @@ import pyarrow as pa
 from streamwrite.arrow.partitioning import check_timestamp_field
 from streamwrite.arrow.schema import decode_arrow_schema
 from streamwrite.crypto.encryption import FileEncryption
-from streamwrite.errors import ConfigError, CorruptFileError, StreamwriteError, StreamwriteIOError
-from streamwrite.format.sidecar.codec import SidecarFooter, read_version
+from streamwrite.errors import ConfigError, CorruptFileError, StreamwriteIOError
 from streamwrite.format.txn import (
     DATA_FILE,
     FORMAT_VERSION,
-    Segment,
     TxnRecord,
-    segment_number,
 )
-from streamwrite.io.local import fsync_directory
-from streamwrite.io.segments import delete_segment, retire_segments
-from streamwrite.layout.actions import LiveFileName
+from streamwrite.io.segments import delete_segment
+from streamwrite.layout.actions import RecoverSegment, TableAction
 from streamwrite.layout.partitioning import partition_name
+from streamwrite.layout.table import next_segment_numbers
+from streamwrite.layout.table_recovery import plan_migration, plan_recovery, verify_recovery
 from streamwrite.live.file import LiveFile
+from streamwrite.table.execute import run_file_actions, scan_table
 
 __all__ = [
     "LOCK_FILE",
     "TableLock",
     "migrate_layout",
     "recover_segments",
+    "run_recovery_actions",
     "segment_numbers",
     "sweep_retired",
 ]
@@ -132,65 +133,10 @@ def migrate_layout(path: Path, record: TxnRecord) -> TxnRecord:
     names = {
         old: partition_name(record.timestamp, record.partition_by, old) for old in record.partitions
     }
-    for old, new in sorted(names.items()):
-        if old == new:
-            continue
-        source, target = path / old, path / new
-        if source.exists() and target.exists():
-            raise CorruptFileError(
-                f"The partition {old!r} of {str(path)!r} is there under both its old name and "
-                f"its new one {new!r}; move the segments of one into the other by hand.",
-                0,
-            )
-        if source.exists():
-            try:
-                os.rename(source, target)
-            except OSError as exc:
-                raise StreamwriteIOError(
-                    f"Renaming the partition {str(source)!r} to {new!r} failed: {exc}."
-                ) from exc
-    fsync_directory(path)
-    from streamwrite.table.state import write_txn  # it imports compaction, which imports us
-
-    migrated = record.renamed(names)
-    write_txn(path, migrated)
+    existing = frozenset(entry.name for entry in path.iterdir())
+    migrated, actions = plan_migration(record, names, existing, str(path))
+    run_file_actions(path, actions)
     return migrated
-
-
-def _clean_footer(directory: Path, listed: int) -> SidecarFooter | None:
-    """The newest ``_pm`` footer of the segment (one read of ``_pm``) if the segment is
-    clean: ``_pm`` is intact, its newest commit is the listed size, and ``data.parquet`` ends
-    there (no torn tail: an append killed after writing its footer to ``data.parquet`` leaves
-    one that engines reading the file from its end would take for the newest commit). None
-    otherwise: the segment needs recovery."""
-    try:
-        if (directory / DATA_FILE).stat().st_size != listed:
-            return None
-        _, _, footer = read_version((directory / LiveFileName.PM.value).read_bytes())
-    except (OSError, StreamwriteError):
-        return None
-    return footer if footer.parquet_file_size == listed else None
-
-
-def _check_footer_checksum(directory: Path, segment: Segment, footer: SidecarFooter) -> None:
-    """Check that the segment's ``_pm`` footer for its listed size records the footer XXH64
-    that ``_txn`` recorded when the table committed it (a ``_pm`` rebuilt from a damaged
-    footer chain, or replaced, records another one).
-
-    Raises:
-        CorruptFileError: the two differ.
-    """
-    if segment.footer_xxh64 is None:  # committed before streamwrite recorded it
-        return
-    recorded = footer.parquet_footer_checksum
-    if recorded != segment.footer_xxh64:
-        shown = "none" if recorded is None else f"{recorded:#018x}"
-        raise CorruptFileError(
-            f"The segment {str(directory)!r} at its committed size {segment.size}: the table's "
-            f"_txn recorded Parquet footer XXH64 {segment.footer_xxh64:#018x}, its _pm records "
-            f"{shown}. The footer or _pm was damaged or replaced; nothing was changed.",
-            0,
-        )
 
 
 async def _open_at(
@@ -220,6 +166,31 @@ async def _open_at(
     return live
 
 
+async def run_recovery_actions(
+    path: Path,
+    actions: Sequence[TableAction],
+    schema: pa.Schema,
+    write_options: dict[str, Any],
+    encryption: FileEncryption | None,
+) -> None:
+    """Run the actions of a recovery plan in order: file actions in a worker thread (runs of
+    them in one call), :class:`RecoverSegment` by opening the segment's live file, which
+    recovers it, and rolling it back."""
+    batch: list[TableAction] = []
+    for action in (*actions, None):
+        if action is not None and not isinstance(action, RecoverSegment):
+            batch.append(action)
+            continue
+        if batch:
+            await anyio.to_thread.run_sync(run_file_actions, path, tuple(batch))
+            batch = []
+        if action is not None:
+            live = await _open_at(
+                path / action.path, action.size, schema, write_options, encryption
+            )
+            await live.close()  # recovered: the listed size is now the newest commit
+
+
 async def recover_segments(
     path: Path,
     record: TxnRecord,
@@ -227,45 +198,25 @@ async def recover_segments(
     write_options: dict[str, Any],
     encryption: FileEncryption | None,
 ) -> TxnRecord:
-    """Migrate a format-2 table, then apply the recovery rules of the module docstring.
-    Segments whose ``_pm`` names their listed size are left closed; the others are opened
-    (recovered), rolled back, closed.
+    """Migrate a format-2 table, then bring the directory back to ``record``: the plan of
+    :func:`streamwrite.layout.table_recovery.plan_recovery` (rules in the module docstring), run off
+    the event loop. Segments whose ``_pm`` names their listed size are left closed; the others
+    are opened (recovered), rolled back, closed.
 
     Returns:
         The newest record (a migration publishes one).
+
+    Raises:
+        CorruptFileError: a listed partition or segment is missing, behind ``_txn``, or its
+            footer XXH64 is not the one ``_txn`` recorded.
     """
     record = await anyio.to_thread.run_sync(migrate_layout, path, record)
-    retired = {r.path for r in record.retired}
-    await anyio.to_thread.run_sync(retire_segments, path, sorted(retired))
-    for child in sorted(p for p in path.iterdir() if p.is_dir() and p.name[0] not in "._"):
-        segments = record.partitions.get(child.name)
-        if segments is None:  # only unpublished segments
-            delete_segment(child)
-            continue
-        listed = {segment.name for segment in segments}
-        for entry in sorted(child.iterdir()):
-            unpublished = entry.name not in listed and f"{child.name}/{entry.name}" not in retired
-            if entry.is_dir() and segment_number(entry.name) is not None and unpublished:
-                delete_segment(entry)
-        for segment in segments:
-            directory = child / segment.name
-            footer = _clean_footer(directory, segment.size)
-            if footer is None:
-                live = await _open_at(directory, segment.size, schema, write_options, encryption)
-                await live.close()  # recovered: the listed size is now the newest commit
-                footer = _clean_footer(directory, segment.size)
-                if footer is None:
-                    raise CorruptFileError(
-                        f"The segment {str(directory)!r} does not end at its listed size "
-                        f"{segment.size} after recovery.",
-                        0,
-                    )
-            _check_footer_checksum(directory, segment, footer)
-    missing = [name for name in record.partitions if not (path / name).is_dir()]
-    if missing:
-        raise CorruptFileError(
-            f"Partition(s) {sorted(missing)} listed in _txn are missing from {str(path)!r}.", 0
-        )
+    listing = await anyio.to_thread.run_sync(scan_table, path, record)
+    actions = plan_recovery(record, listing, str(path))
+    await run_recovery_actions(path, actions, schema, write_options, encryption)
+    if any(isinstance(action, RecoverSegment) for action in actions):
+        listing = await anyio.to_thread.run_sync(scan_table, path, record)
+        verify_recovery(record, listing, str(path))
     if record.partitions:  # one segment opened now: encryption settings that do not fit fail here
         newest = max(record.partitions)
         segment = record.partitions[newest][-1]
@@ -299,20 +250,9 @@ def sweep_retired(
 
 def segment_numbers(path: Path, record: TxnRecord) -> dict[str, int]:
     """The next unused segment number of each partition (over ``_txn`` and the disk)."""
-    numbers: dict[str, int] = {}
-
-    def see(partition: str, name: str) -> None:
-        number = segment_number(name)
-        if number is not None:
-            numbers[partition] = max(numbers.get(partition, 0), number + 1)
-
-    for partition, segments in record.partitions.items():
-        for segment in segments:
-            see(partition, segment.name)
-    for retired in record.retired:
-        see(*retired.path.split("/", 1))
-    for partition in record.partitions:
-        if (path / partition).is_dir():
-            for entry in (path / partition).iterdir():
-                see(partition, entry.name)
-    return numbers
+    on_disk = {
+        partition: tuple(entry.name for entry in (path / partition).iterdir())
+        for partition in record.partitions
+        if (path / partition).is_dir()
+    }
+    return next_segment_numbers(record, on_disk)

@@ -17,7 +17,6 @@ renamed or deleted afterwards. :func:`segment_data_path` answers the same questi
 
 from __future__ import annotations
 
-import os
 import weakref
 from collections import Counter
 from dataclasses import dataclass, field
@@ -36,12 +35,12 @@ from streamwrite.format.txn import (
     Segment,
     TxnRecord,
     decode_txn,
-    encode_txn,
 )
-from streamwrite.io.local import fsync_directory
+from streamwrite.layout.table import TableUnit, publish_txn
 from streamwrite.live.file import EncodedRowGroup, LiveFile
 from streamwrite.options import CompactionPolicy
 from streamwrite.reader.file import ParquetFile
+from streamwrite.table.execute import run_file_actions
 
 __all__ = [
     "PartitionBuffer",
@@ -243,8 +242,7 @@ class PartitionBuffer:
     """Rows of one partition waiting for a commit: Arrow pending, then encoded."""
 
     pending: list[pa.Table] = field(default_factory=list)
-    pending_rows: int = 0
-    pending_bytes: int = 0
+    """Rows not cut into a row group yet (the table machine counts them)."""
     encoded: list[tuple[LiveFile, EncodedRowGroup]] = field(default_factory=list)
     """Row groups encoded for a segment (the partition's newest when they were encoded)."""
 
@@ -270,6 +268,8 @@ class Unit:
     num_rows: int
     app_id: str | None
     batch_id: int | None
+    plan: TableUnit | None = None
+    """The table machine's unit (None for a barrier)."""
     done: anyio.Event = field(default_factory=anyio.Event)
     result: TableCommit | None = None
     error: BaseException | None = None
@@ -294,14 +294,14 @@ def by_segment(
 
 
 def write_txn(path: Path, record: TxnRecord) -> None:
-    """Publish ``record`` atomically: temporary file, fsync, rename, directory fsync."""
-    temporary = path / f".{TXN_FILE}.{record.version}.tmp"
+    """Publish ``record`` atomically: the actions of :func:`streamwrite.layout.table.publish_txn`
+    (temporary file, fsync, rename, directory fsync), blocking.
+
+    Raises:
+        StreamwriteIOError: an action failed (``_txn`` is the old record or the new one).
+    """
     try:
-        with open(temporary, "wb") as f:
-            f.write(encode_txn(record))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temporary, path / TXN_FILE)
-        fsync_directory(path)
-    except OSError as exc:
-        raise StreamwriteIOError(f"Publishing {str(path / TXN_FILE)!r} failed: {exc}.") from exc
+        run_file_actions(path, publish_txn(record))
+    except StreamwriteIOError as exc:
+        cause = exc.__cause__ or exc
+        raise StreamwriteIOError(f"Publishing {str(path / TXN_FILE)!r} failed: {cause}.") from cause
