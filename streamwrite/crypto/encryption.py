@@ -159,7 +159,7 @@ class FileEncryption:
                     "EncryptionConfig; set it there."
                 )
             defaults[name] = value
-        self.algorithm: Algorithm = _algorithm(defaults["algorithm"])  # type: ignore[arg-type]
+        self._algorithm: Algorithm = _algorithm(defaults["algorithm"])  # type: ignore[arg-type]
         self.plaintext_footer = bool(defaults["plaintext_footer"])
         prefix = defaults["aad_prefix"]
         if prefix is not None and not isinstance(prefix, bytes | bytearray):
@@ -181,10 +181,15 @@ class FileEncryption:
         """The key source."""
         return self._keys
 
+    @property
+    def algorithm(self) -> str:
+        """``"AES_GCM_V1"`` or ``"AES_GCM_CTR_V1"``."""
+        return self._algorithm.value
+
     def __repr__(self) -> str:
         prefix = "None" if self.aad_prefix is None else f"<{len(self.aad_prefix)} bytes>"
         return (
-            f"FileEncryption(keys={self._keys!r}, algorithm={self.algorithm.name}, "
+            f"FileEncryption(keys={self._keys!r}, algorithm={self.algorithm}, "
             f"plaintext_footer={self.plaintext_footer!r}, aad_prefix={prefix}, "
             f"store_aad_prefix={self.store_aad_prefix!r}, "
             f"footer_key_columns={list(self.footer_key_columns)!r}, "
@@ -231,13 +236,13 @@ class FileEncryptor:
     """
 
     def __init__(self, settings: FileEncryption, column_names: Sequence[str], unique: bytes):
-        self.algorithm = settings.algorithm
+        self.algorithm = settings._algorithm
         self.plaintext_footer = settings.plaintext_footer
         self.aad_file_unique = unique
         self._settings = settings
         aad = file_aad(settings.aad_prefix or b"", unique)
         footer_key, self.footer_key_metadata = settings.keys.footer_key()
-        self.footer_cipher = ModuleCipher(footer_key, aad, settings.algorithm)
+        self.footer_cipher = ModuleCipher(footer_key, aad, settings._algorithm)
         self._ciphers: list[ModuleCipher | None] = []
         self._crypto_metadata: list[t.ColumnCryptoMetaData | None] = []
         footer_columns = set(settings.footer_key_columns)
@@ -245,7 +250,7 @@ class FileEncryptor:
             found = settings.keys.column_key(name)
             if found is not None:
                 key, key_metadata = found
-                self._ciphers.append(ModuleCipher(key, aad, settings.algorithm))
+                self._ciphers.append(ModuleCipher(key, aad, settings._algorithm))
                 self._crypto_metadata.append(
                     t.ColumnCryptoMetaData(
                         ENCRYPTION_WITH_COLUMN_KEY=t.EncryptionWithColumnKey(

@@ -215,8 +215,8 @@ class LiveKeys:
         if settings is None:
             return
         problems = []
-        if settings.algorithm is not algorithm:
-            problems.append(f"algorithm {algorithm.name}, not {settings.algorithm.name}")
+        if settings.algorithm != algorithm.value:
+            problems.append(f"algorithm {algorithm.name}, not {settings.algorithm}")
         if settings.plaintext_footer != plaintext_footer:
             modes = ["an encrypted footer", "a signed plaintext footer"]
             problems.append(f"{modes[plaintext_footer]}, not {modes[not plaintext_footer]}")

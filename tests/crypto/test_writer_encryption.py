@@ -606,7 +606,11 @@ def test_unknown_columns_and_bad_settings_are_config_errors(tmp_path: Path) -> N
 def test_key_wrapper_config_drives_the_file(tmp_path: Path) -> None:
     case = Case("cfg", algorithm="AES_GCM_CTR_V1", plaintext_footer=True, aad_prefix=b"p")
     encryption, _ = case.encryption()
-    assert encryption.algorithm is Algorithm.AES_GCM_CTR_V1
+    assert encryption.algorithm == "AES_GCM_CTR_V1"  # a name, as FileEncryption(algorithm=)
+    assert type(encryption.algorithm) is str
+    explicit = FileEncryption(ExplicitKeys(KEYS, "kf", {}), algorithm="AES_GCM_CTR_V1")
+    assert explicit.algorithm == "AES_GCM_CTR_V1"
+    assert "algorithm=AES_GCM_CTR_V1" in repr(explicit)
     assert encryption.plaintext_footer and encryption.aad_prefix == b"p"
     encryptor = encryption._open_file(TABLE.column_names)
     assert isinstance(encryptor, FileEncryptor)
