@@ -19,16 +19,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from streamwrite.arrow.assembly import from_physical
 from streamwrite.arrow.schema import (
     ARROW_SCHEMA_KEY,
     ColumnSpec,
     arrow_to_parquet,
     decode_arrow_schema,
     encode_arrow_schema,
-    from_physical,
     parquet_to_arrow,
-    to_physical,
 )
+from streamwrite.arrow.values import to_physical
 from streamwrite.errors import FormatError, SchemaError, UnsupportedError
 from streamwrite.format.enums import ConvertedType, FieldRepetitionType, Type
 from streamwrite.format.structs import (

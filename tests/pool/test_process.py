@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from anyio import wait_all_tasks_blocked
 
 import streamwrite
 from streamwrite import errors
@@ -49,8 +50,12 @@ class SleepJob(EncodeChunkJob):
     """Sleeps, then encodes as usual."""
 
     sleep_seconds: float = 0.0
+    started_path: str | None = None
+    """Created by the worker when the job starts (the parent polls for it: another process)."""
 
     def run(self) -> EncodedChunk:
+        if self.started_path is not None:
+            Path(self.started_path).touch()
         time.sleep(self.sleep_seconds)
         return super(SleepJob, self).run()
 
@@ -235,16 +240,21 @@ def test_a_dead_worker_fails_its_job_and_is_replaced() -> None:
     run(main)
 
 
-def test_killing_a_busy_worker_from_outside_gives_worker_error() -> None:
+def test_killing_a_busy_worker_from_outside_gives_worker_error(tmp_path: Path) -> None:
     (job,) = _jobs(reference_table(100).select(["ts"]))
-    slow = SleepJob(job.settings, job.values, job.def_levels, job.num_rows, sleep_seconds=10)
+    started = tmp_path / "started"
+    slow = SleepJob(
+        job.settings, job.values, job.def_levels, job.num_rows, 10, started_path=str(started)
+    )
 
     async def main() -> None:
         async with await ProcessPool.open(1) as pool:
             (pid,) = pool.worker_pids()
 
             async def kill_soon() -> None:
-                await anyio.sleep(0.3)
+                with anyio.fail_after(10):  # the worker is another process: poll its marker
+                    while not started.exists():
+                        await anyio.sleep(0.005)
                 os.kill(pid, signal.SIGKILL)
 
             start = time.monotonic()
@@ -275,7 +285,7 @@ def test_a_cancelled_job_is_discarded_and_the_worker_reused() -> None:
             # Cancelled while queued behind a busy worker: nothing is sent at all.
             async with anyio.create_task_group() as tg:
                 tg.start_soon(pool.run, slow)
-                await anyio.sleep(0.05)
+                await wait_all_tasks_blocked()  # the slow job holds the worker
                 with anyio.move_on_after(0.05):
                     await pool.run(job)
             assert await pool.run_all([job, job]) == [await InlineExecutor().run(job)] * 2
@@ -361,6 +371,7 @@ SHUTDOWN_SCRIPT = textwrap.dedent(
     """
     import os, signal, sys
     import anyio
+    from anyio import wait_all_tasks_blocked
     from tests.pool.test_process import SleepJob, SuicideJob, _jobs
     from streamwrite.pool.process import ProcessPool
     from streamwrite.errors import StateError, WorkerError
@@ -395,7 +406,7 @@ SHUTDOWN_SCRIPT = textwrap.dedent(
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(run_all_until_closed)
-            await anyio.sleep(0.01)
+            await wait_all_tasks_blocked()  # jobs in flight
             await pool.aclose()
         prefix = "sw_%d_" % os.getpid()
         print("LEFT", [n for n in os.listdir("/dev/shm") if n.startswith(prefix)], flush=True)

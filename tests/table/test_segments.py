@@ -141,7 +141,7 @@ def test_a_second_writer_waits_for_the_lock_when_asked(tmp_path: Path) -> None:
         async with anyio.create_task_group() as tg:
 
             async def later_close() -> None:
-                await anyio.sleep(0.3)
+                await anyio.sleep(0.3)  # the behaviour under test: the second open waits this long
                 await table.close()
 
             tg.start_soon(later_close)

@@ -34,7 +34,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import time
+import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -67,8 +67,7 @@ def say(line: str) -> None:
 
 
 def wait_for_kill() -> None:
-    while True:
-        time.sleep(1)
+    threading.Event().wait()  # until the parent's SIGKILL
 
 
 async def compact_steps(directory: Path, step: str, occurrence: int) -> None:

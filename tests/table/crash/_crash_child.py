@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
-import time
+import threading
 from multiprocessing import forkserver
 from pathlib import Path
 
@@ -51,8 +51,7 @@ async def main(directory: Path, max_batch: int) -> None:
         assert commit is not None and not commit.skipped, commit
         say(str(k))
     say("full")
-    while True:
-        time.sleep(1)
+    threading.Event().wait()  # until the parent's SIGKILL
 
 
 if __name__ == "__main__":  # the pool's forkserver imports __main__

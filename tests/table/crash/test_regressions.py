@@ -25,6 +25,15 @@ ROOT = Path(__file__).resolve().parents[3]
 CHILD = Path(__file__).with_name("_crash_child.py")
 
 
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of the group ``pgid`` still exists (signal 0 probes, sends nothing)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def test_flush_waits_for_every_background_commit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -68,7 +77,10 @@ def test_no_segments_leak_when_the_process_group_is_killed(tmp_path: Path) -> No
             assert proc.poll() is None, "the child exited"
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-        time.sleep(1.0)
+        deadline = time.monotonic() + 10  # the group's other processes are not our children:
+        while _group_alive(proc.pid):  # poll until the kernel has reaped every one of them
+            assert time.monotonic() < deadline, "the killed process group is still alive"
+            time.sleep(0.01)
         # Nothing survived to unlink them (unless another pool, e.g. a concurrent test run,
         # swept them already); the next pool to open sweeps segments of dead pids.
 
