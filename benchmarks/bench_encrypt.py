@@ -192,11 +192,11 @@ def _modules(path: Path, columns: set[str] | None, decryption: DecryptionConfig)
     pages = 0
     index_modules = 0
     with streamwrite.ParquetFile(path, decryption=decryption) as pf:
-        specs = [s for s in pf.parquet_schema.columns if columns is None or s.name in columns]
+        specs = [s for s in pf._parquet_schema.columns if columns is None or s.name in columns]
         for i in range(pf.num_row_groups):
             chunks = (pf.thrift_metadata.row_groups or [])[i].columns or []
             for spec in specs:
-                stats = pf.column_metadata(i, spec.index).encoding_stats
+                stats = pf._column_metadata(i, spec.index).encoding_stats
                 if stats is None:
                     raise RuntimeError(f"{path.name}: {spec.name} has no encoding_stats")
                 pages += sum(s.count or 0 for s in stats)

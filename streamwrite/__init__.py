@@ -58,6 +58,7 @@ _EXPORTS: dict[str, str] = {
     "Table": "streamwrite.table.api",
     "TableCommit": "streamwrite.table.api",
     "TableSnapshot": "streamwrite.table.api",
+    "Segment": "streamwrite.format.txn",
     "open_table": "streamwrite.table.api",
     "read_snapshot": "streamwrite.table.api",
     "SnapshotFileSystem": "streamwrite.table.snapshot_fs",
@@ -106,6 +107,7 @@ __all__ = (
     "Table",
     "TableCommit",
     "TableSnapshot",
+    "Segment",
     "UnsupportedError",
     "WorkerError",
     "open_table",
@@ -135,6 +137,7 @@ if TYPE_CHECKING:
         UnsupportedError,
         WorkerError,
     )
+    from streamwrite.format.txn import Segment
     from streamwrite.layout.appender import Commit
     from streamwrite.layout.compaction import PartitionStatus, SegmentInfo
     from streamwrite.live.file import LiveFile

@@ -217,7 +217,7 @@ class Merger:
             piece = pa.concat_tables(taken)
             jobs = list(
                 row_group_jobs(
-                    piece, host.parquet_schema, host.options, self._live.encryptor, action.ordinal
+                    piece, host.parquet_schema, host.options, self._live._encryptor, action.ordinal
                 )
             )
         slot = _Slot()

@@ -374,11 +374,11 @@ class LiveFile:
         return self._schema.arrow_schema
 
     @property
-    def encryptor(self) -> FileEncryptor | None:
+    def _encryptor(self) -> FileEncryptor | None:
         """The file's encryption state (None for a plaintext file).
 
         Row groups encoded elsewhere for :meth:`commit_encoded` use it and their true
-        ordinals: ``row_group_jobs(..., encryptor=lf.encryptor, row_group_ordinal=n)`` with
+        ordinals: ``row_group_jobs(..., encryptor=lf._encryptor, row_group_ordinal=n)`` with
         ``n`` counting on from ``last_commit.num_row_groups``.
         """
         return self._appender.writer.encryptor

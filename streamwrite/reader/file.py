@@ -206,12 +206,6 @@ class ParquetFile:
         return self._schema
 
     @property
-    def parquet_schema(self) -> ParquetSchema:
-        """:attr:`_parquet_schema`, kept public only until ``benchmarks/bench_encrypt.py``
-        calls the private name."""
-        return self._schema
-
-    @property
     def num_row_groups(self) -> int:
         """Row groups in the file."""
         return len(self.thrift_metadata.row_groups or [])
@@ -341,11 +335,6 @@ class ParquetFile:
             )
         self._column_metadata_cache[(i, column)] = meta
         return meta
-
-    def column_metadata(self, i: int, column: int) -> t.ColumnMetaData:
-        """:meth:`_column_metadata`, kept public only until ``benchmarks/bench_encrypt.py``
-        calls the private name."""
-        return self._column_metadata(i, column)
 
     def _chunk_meta(self, i: int, spec: ColumnSpec) -> t.ColumnMetaData:
         return self._column_metadata(i, spec.index)

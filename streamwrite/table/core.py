@@ -164,7 +164,7 @@ class Table:
             table,
             self.parquet_schema,
             self.options,
-            live.encryptor,
+            live._encryptor,
             ordinal if self.encryption is not None else 0,
         )
         return live, (await self.executor.run_all(jobs), table.num_rows)

@@ -373,9 +373,9 @@ class SnapshotFileSystem(AbstractFileSystem):  # type: ignore[misc]
         committed size."""
         data_file = self._data_file(path)
         begin, stop, _ = slice(start, end).indices(data_file.size)
-        return self.read_range(data_file, begin, stop)
+        return self._read_range(data_file, begin, stop)
 
-    def read_range(self, data_file: _DataFile, start: int, end: int) -> bytes:
+    def _read_range(self, data_file: _DataFile, start: int, end: int) -> bytes:
         """Returns: bytes ``[start, min(end, committed size))`` of an open data file."""
         end = min(end, data_file.size)
         with self._idle:
@@ -463,7 +463,7 @@ class SnapshotFile(AbstractBufferedFile):  # type: ignore[misc]
 
     def _fetch_range(self, start: int, end: int) -> bytes:
         fs: SnapshotFileSystem = self.fs
-        return fs.read_range(self._data_file, start, end)
+        return fs._read_range(self._data_file, start, end)
 
 
 def _resolve(
