@@ -11,9 +11,9 @@ through this module and so keep working, in a pool worker too.
 
 from __future__ import annotations
 
-from importlib import import_module as _import_module
-from types import FunctionType as _FunctionType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from streamwrite.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -157,23 +157,4 @@ if TYPE_CHECKING:
     from streamwrite.table.snapshot_fs import SnapshotFileSystem, snapshot_filesystem
     from streamwrite.writer import ParquetWriter, write_table
 
-
-def __getattr__(name: str) -> Any:
-    """Import a public name on first access and make it report ``__module__ == "streamwrite"``.
-
-    Raises:
-        AttributeError: ``name`` is not public.
-    """
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_import_module(module), name)
-    if isinstance(value, type | _FunctionType) and value.__module__.startswith(f"{__name__}."):
-        value.__module__ = __name__
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """Returns: the public names, ``__version__`` and the module's dunder attributes."""
-    return sorted({*__all__, *(n for n in globals() if n.startswith("__"))})
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)

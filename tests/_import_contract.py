@@ -8,7 +8,7 @@ Rules, each a function returning the violations it finds (empty: the rule holds)
   component of a lower rank, or to its own component. Ranks (DESIGN section 2, with
   ``encode < {reader, writer}`` because the writer turns Arrow into jobs through ``encode``)::
 
-      errors < format < options < {layout, workers} < {arrow, crypto} < {io, pool} < encode
+      {errors, lazy} < format < options < {layout, workers} < {arrow, crypto} < {io, pool} < encode
       < {reader, writer} < live < compaction < table < {skipping, dataset}
       < {cli, spark, daemon} < testing          (``streamwrite.__main__`` counts as cli)
 
@@ -33,6 +33,7 @@ PACKAGES = ("streamwrite", "workers")
 
 RANKS: dict[str, int] = {
     "errors": 0,
+    "lazy": 0,
     "format": 1,
     "options": 2,
     "layout": 3,
@@ -59,7 +60,7 @@ RANKS: dict[str, int] = {
 
 BANNED: dict[str, frozenset[str]] = {
     **dict.fromkeys(
-        ("errors", "format", "options", "layout"),
+        ("errors", "lazy", "format", "options", "layout"),
         frozenset({"numpy", "pyarrow", "anyio", "cryptography", "fsspec", "workers"}),
     ),
     "workers": frozenset({"anyio", "fsspec", "aiohttp"}),
@@ -74,9 +75,11 @@ PUBLIC_MODULES = frozenset(
         "streamwrite.crypto",
         "streamwrite.inspect",
         "streamwrite.testing",
+        "streamwrite.lazy",
     }
 )
-"""What the outer components may import of the product, besides their own package."""
+"""What the outer components may import of the product, besides their own package
+(``streamwrite.lazy`` is the re-export machinery every public package ``__init__`` uses)."""
 
 
 @dataclass(frozen=True)

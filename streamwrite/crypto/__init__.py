@@ -7,9 +7,9 @@ KMS clients, key wrapping and key material; ``streamwrite.FileEncryption`` and
 
 from __future__ import annotations
 
-from importlib import import_module as _import_module
-from types import FunctionType as _FunctionType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from streamwrite.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "ALGORITHMS": "streamwrite.crypto.kms",
@@ -61,24 +61,4 @@ if TYPE_CHECKING:
         parse_key_material,
     )
 
-
-def __getattr__(name: str) -> Any:
-    """Import a public name on first access; a class or function defined in a private module
-    below this package reports ``__module__ == "streamwrite.crypto"`` from then on.
-
-    Raises:
-        AttributeError: ``name`` is not public.
-    """
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_import_module(module), name)
-    if isinstance(value, type | _FunctionType) and value.__module__.startswith(f"{__name__}."):
-        value.__module__ = __name__
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """Returns: the public names and the module's dunder attributes."""
-    return sorted({*__all__, *(n for n in globals() if n.startswith("__"))})
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)
