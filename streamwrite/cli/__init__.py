@@ -1,11 +1,5 @@
-"""streamwrite.cli: re-exports."""
+"""The ``streamwrite`` command (``main``); it uses only the public API."""
 
-from streamwrite.cli.main import (
-    EPILOG,
-    main,
-)
+from streamwrite.cli.main import main
 
-__all__ = [
-    "EPILOG",
-    "main",
-]
+__all__ = ["main"]

@@ -1,1 +1,2 @@
-"""Pure byte layout (sans-I/O): Thrift codec, metadata structs and builders."""
+"""Ring 1, pure byte layout (sans-I/O): Thrift codec, Parquet structs, AAD, footer tail, the
+``_pm`` and ``_txn`` codecs, and the encoded column chunk (the contract with ``workers``)."""

@@ -1,1 +1,1 @@
-"""io."""
+"""Local files: durable writes (fsync, rename, directory fsync), locks, segment moves."""

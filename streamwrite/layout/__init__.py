@@ -1,1 +1,2 @@
-"""Pure state machines of the write path (sans-I/O): they return bytes, never touch files."""
+"""Ring 1 state machines (sans-I/O): file writer, live file, table, compaction; they return
+bytes or actions and never touch a file."""
