@@ -59,6 +59,8 @@ _EXPORTS: dict[str, str] = {
     "TableCommit": "streamwrite.table.api",
     "TableSnapshot": "streamwrite.table.api",
     "Segment": "streamwrite.format.txn",
+    "Retired": "streamwrite.format.txn",
+    "TxnRecord": "streamwrite.format.txn",
     "open_table": "streamwrite.table.api",
     "read_snapshot": "streamwrite.table.api",
     "SnapshotFileSystem": "streamwrite.table.snapshot_fs",
@@ -108,6 +110,8 @@ __all__ = (
     "TableCommit",
     "TableSnapshot",
     "Segment",
+    "Retired",
+    "TxnRecord",
     "UnsupportedError",
     "WorkerError",
     "open_table",
@@ -137,7 +141,7 @@ if TYPE_CHECKING:
         UnsupportedError,
         WorkerError,
     )
-    from streamwrite.format.txn import Segment
+    from streamwrite.format.txn import Retired, Segment, TxnRecord
     from streamwrite.layout.appender import Commit
     from streamwrite.layout.compaction import PartitionStatus, SegmentInfo
     from streamwrite.live.file import LiveFile

@@ -81,16 +81,6 @@ FACTORY_MADE = {
 """Classes whose instances only a factory makes: their ``__init__`` takes the package's own
 parts and is not walked (their public methods, properties and fields are)."""
 
-KNOWN_LEAKS: dict[str, frozenset[str]] = {
-    # The compaction host seam (compaction.host.CompactionHost): Table satisfies the protocol
-    # with its compaction-only members, and ``record`` (the newest _txn) is one of them. It
-    # belongs on an adapter the table hands to compaction, not on Table: the one leak left.
-    "streamwrite.Table.record": frozenset({"streamwrite.format.txn.TxnRecord"}),
-}
-"""Today's leaks, each a name its owner must export or hide (``where``: leaked names). The
-walk fails on any other leak, and on an entry here that no longer leaks: the list only
-shrinks."""
-
 
 # -- the export tables --------------------------------------------------------------------------
 
@@ -473,23 +463,9 @@ def test_the_walk_finds_a_private_module_in_a_signature() -> None:
 
 def test_no_public_signature_or_docstring_names_a_private_module() -> None:
     leaks = public_api_leaks()
-    new = {
-        where: sorted(names - KNOWN_LEAKS.get(where, frozenset()))
-        for where, names in leaks.items()
-        if names - KNOWN_LEAKS.get(where, frozenset())
-    }
-    assert not new, "\n".join(f"{where}: {names}" for where, names in sorted(new.items()))
-
-
-def test_known_leaks_are_still_real() -> None:
-    """An entry of KNOWN_LEAKS that no longer leaks must be removed (the list only shrinks)."""
-    leaks = public_api_leaks()
-    stale = {
-        where: sorted(names - leaks.get(where, set()))
-        for where, names in KNOWN_LEAKS.items()
-        if names - leaks.get(where, set())
-    }
-    assert not stale, "\n".join(f"{where}: {names}" for where, names in sorted(stale.items()))
+    assert not leaks, "\n".join(
+        f"{where}: {sorted(names)}" for where, names in sorted(leaks.items())
+    )
 
 
 def test_no_public_callable_takes_a_private_parameter() -> None:
