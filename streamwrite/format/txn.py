@@ -173,15 +173,13 @@ class TxnRecord:
     def next(
         self,
         segments: Mapping[str, Iterable[Segment]],
-        app_id: str | None = None,
-        batch_id: int | None = None,
+        applied: Mapping[str, int] | None = None,
     ) -> TxnRecord:
         """The following version after a commit: ``segments`` are the committed sizes of the
         segments it wrote, per partition (a segment not listed yet is appended after the
-        partition's others), and, if given, the batch id."""
-        applied = dict(self.applied)
-        if app_id is not None and batch_id is not None:
-            applied[app_id] = batch_id
+        partition's others), and ``applied`` the batch ids it committed (app id -> batch
+        id; one commit may carry several callers' batches)."""
+        applied = {**self.applied, **(applied or {})}
         partitions = dict(self.partitions)
         for partition, written in segments.items():
             listed = list(partitions.get(partition, ()))

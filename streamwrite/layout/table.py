@@ -432,7 +432,12 @@ class TableMachine:
         """The ``_txn`` record of ``unit`` (publish it with :func:`publish_txn`, then
         :meth:`published`)."""
         self.check()
-        return self.record.next(self._written, unit.app_id, unit.batch_id)
+        applied = (
+            {unit.app_id: unit.batch_id}
+            if unit.app_id is not None and unit.batch_id is not None
+            else None
+        )
+        return self.record.next(self._written, applied)
 
     def published(self, record: TxnRecord) -> list[tuple[str, str]]:
         """``record`` is the newest published ``_txn``.

@@ -71,7 +71,7 @@ def test_txn_record_round_trips_and_detects_damage() -> None:
 
 def test_txn_next_and_compacted_keep_segment_order() -> None:
     record = TxnRecord(partitions={"d": (Segment("seg-000000", 10), Segment("seg-000001", 5))})
-    after = record.next({"d": [Segment("seg-000001", 8), Segment("seg-000002", 3)]}, "a", 1)
+    after = record.next({"d": [Segment("seg-000001", 8), Segment("seg-000002", 3)]}, {"a": 1})
     assert after.partitions["d"] == (
         Segment("seg-000000", 10),
         Segment("seg-000001", 8),
