@@ -57,6 +57,7 @@ _EXPORTS: dict[str, str] = {
     # tables
     "Table": "streamwrite.table.api",
     "TableCommit": "streamwrite.table.api",
+    "CommitTicket": "streamwrite.table.api",
     "TableSnapshot": "streamwrite.table.api",
     "Segment": "streamwrite.format.txn",
     "Retired": "streamwrite.format.txn",
@@ -108,6 +109,7 @@ __all__ = (
     "StreamwriteIOError",
     "Table",
     "TableCommit",
+    "CommitTicket",
     "TableSnapshot",
     "Segment",
     "Retired",
@@ -157,7 +159,14 @@ if TYPE_CHECKING:
         RowGroupMetaData,
         Statistics,
     )
-    from streamwrite.table.api import Table, TableCommit, TableSnapshot, open_table, read_snapshot
+    from streamwrite.table.api import (
+        CommitTicket,
+        Table,
+        TableCommit,
+        TableSnapshot,
+        open_table,
+        read_snapshot,
+    )
     from streamwrite.table.snapshot_fs import SnapshotFileSystem, snapshot_filesystem
     from streamwrite.writer import ParquetWriter, write_table
 

@@ -111,8 +111,9 @@ class TableUnit:
     seq: int
     num_rows: int
     segments: tuple[CommitSegment, ...]
-    app_id: str | None = None
-    batch_id: int | None = None
+    applied: Mapping[str, int] = field(default_factory=dict)
+    """The batch ids the unit commits, app id -> batch id (a group commit carries the
+    batches of several callers; each app id's highest)."""
 
 
 @dataclass
@@ -193,6 +194,8 @@ class TableMachine:
         self._next_take = 0
         self._next_commit = 0
         self._written: dict[str, list[Segment]] = {}
+        self._written_actions: list[CommitSegment] = []
+        """The segment commits of the unit being committed, counted at its publish."""
 
     # -- state ----------------------------------------------------------------------------
 
@@ -384,8 +387,9 @@ class TableMachine:
 
     # -- units and commits ----------------------------------------------------------------
 
-    def take_unit(self, app_id: str | None, batch_id: int | None, now: float) -> TableUnit:
-        """What is buffered (every row in a row group by now) as the next unit, in order."""
+    def take_unit(self, applied: Mapping[str, int] | None, now: float) -> TableUnit:
+        """What is buffered (every row in a row group by now) as the next unit, in order,
+        committing the batch ids ``applied`` (app id -> batch id)."""
         self.check()
         actions: list[CommitSegment] = []
         for name in sorted(self._partitions):
@@ -398,7 +402,7 @@ class TableMachine:
                     actions.append(CommitSegment(name, segment, 1))
             part.encoded = []
             part.pending_rows = part.pending_bytes = 0
-        unit = TableUnit(self._next_take, self.buffered_rows, tuple(actions), app_id, batch_id)
+        unit = TableUnit(self._next_take, self.buffered_rows, tuple(actions), dict(applied or {}))
         self._next_take += 1
         self.buffered_rows = self.buffered_bytes = 0
         self.last_commit_at = now
@@ -419,25 +423,21 @@ class TableMachine:
             )
         self._next_commit = unit.seq + 1
         self._written = {}
+        self._written_actions = []
         return unit.segments
 
     def segment_committed(self, action: CommitSegment, segment: Segment) -> None:
-        """The live-file commit of ``action`` is done, at ``segment``'s size."""
-        key = (action.partition, action.segment)
-        if key in self._committed:
-            self._committed[key] += action.num_row_groups
+        """The live-file commit of ``action`` is done, at ``segment``'s size. Its row groups
+        count as committed once the ``_txn`` naming that size is published (until then
+        compaction must not take the segment: the published record has its old size)."""
         self._written.setdefault(action.partition, []).append(segment)
+        self._written_actions.append(action)
 
     def finish_commit(self, unit: TableUnit) -> TxnRecord:
         """The ``_txn`` record of ``unit`` (publish it with :func:`publish_txn`, then
         :meth:`published`)."""
         self.check()
-        applied = (
-            {unit.app_id: unit.batch_id}
-            if unit.app_id is not None and unit.batch_id is not None
-            else None
-        )
-        return self.record.next(self._written, applied)
+        return self.record.next(self._written, unit.applied)
 
     def published(self, record: TxnRecord) -> list[tuple[str, str]]:
         """``record`` is the newest published ``_txn``.
@@ -447,6 +447,11 @@ class TableMachine:
             shell closes them.
         """
         self.record = record
+        for action in self._written_actions:
+            key = (action.partition, action.segment)
+            if key in self._committed:
+                self._committed[key] += action.num_row_groups
+        self._written_actions = []
         done = sorted(key for key in self._sealed if self._committed[key] == self._given[key])
         for key in done:
             self._sealed.discard(key)

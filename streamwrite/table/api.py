@@ -47,6 +47,7 @@ from streamwrite.format.txn import TXN_FILE, TxnRecord, decode_txn
 from streamwrite.options import CompactionPolicy, make_write_options
 from streamwrite.pool.executor import Executor, InlineExecutor
 from streamwrite.table.core import Table
+from streamwrite.table.pipeline import CommitTicket
 from streamwrite.table.recovery import TableLock, recover_segments
 from streamwrite.table.state import (
     TableCommit,
@@ -58,6 +59,7 @@ from streamwrite.table.state import (
 )
 
 __all__ = [
+    "CommitTicket",
     "Table",
     "TableCommit",
     "TableMetrics",
@@ -87,6 +89,7 @@ async def open_table(
     compaction: CompactionPolicy | None = None,
     compaction_interval: float | None = 60.0,
     lock_timeout: float = 0.0,
+    max_in_flight: int = 64,
     encryption: FileEncryption | None = None,
     **write_options: Any,
 ) -> Table:
@@ -117,6 +120,8 @@ async def open_table(
             ``async with`` (None: only :meth:`Table.compact`).
         lock_timeout: seconds to wait for another writer (or ``streamwrite compact``) to
             close the table; 0 fails at once.
+        max_in_flight: appends accepted and not yet durable (``append(..., wait=False)``
+            tickets, or many tasks appending at once) before the next append waits.
         encryption: encrypts every partition (each its own live file with its own
             ``aad_file_unique``; data keys come from the key source, see
             :class:`~streamwrite.crypto.encryption.FileEncryption`). Reopening an encrypted table
@@ -157,6 +162,8 @@ async def open_table(
             f"compaction_interval must be a positive number of seconds, got "
             f"{compaction_interval!r}."
         )
+    if isinstance(max_in_flight, bool) or not isinstance(max_in_flight, int) or max_in_flight < 1:
+        raise ConfigError(f"max_in_flight must be a positive integer, got {max_in_flight!r}.")
     if not 1 <= segment_row_groups <= MAX_SEGMENT_ROW_GROUPS:
         raise ConfigError(
             f"segment_row_groups must be 1..{MAX_SEGMENT_ROW_GROUPS}, got {segment_row_groups!r}."
@@ -169,6 +176,7 @@ async def open_table(
         segment_row_groups,
         compaction or CompactionPolicy(),
         compaction_interval,
+        max_in_flight,
     )
     txn_path = directory / TXN_FILE
     if schema is not None and not txn_path.exists():

@@ -7,7 +7,7 @@ import logging
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 import anyio
 import pyarrow as pa
@@ -35,6 +35,7 @@ from streamwrite.layout.table import CommitPolicy, TableMachine, TableState
 from streamwrite.live.file import EncodedRowGroup, LiveFile, open_live_file
 from streamwrite.options import make_write_options
 from streamwrite.pool.executor import Executor
+from streamwrite.table.pipeline import CommitPipeline, CommitTicket, Unit
 from streamwrite.table.recovery import TableLock, segment_numbers, sweep_retired
 from streamwrite.table.state import (
     PartitionBuffer,
@@ -43,7 +44,6 @@ from streamwrite.table.state import (
     TableMetrics,
     TableSettings,
     TableSnapshot,
-    Unit,
     by_segment,
     snapshot_of,
     write_txn,
@@ -116,7 +116,10 @@ class Table:
         self._lock = anyio.Lock()  # buffers and the order of commit units
         self._commit_lock = anyio.Lock()  # one commit (or compaction swap) at a time
         self._task_group: TaskGroup | None = None
-        self._send: Any = None
+        self._pipeline = CommitPipeline(
+            self._take, self._commit, max_pending=settings.max_in_flight
+        )
+        """Tickets, the open group and the units in flight (:mod:`.pipeline`)."""
         self.pins = PinRegistry()
         self.metrics = TableMetrics()
 
@@ -198,8 +201,34 @@ class Table:
             ) from machine.error
 
     def _fail(self, exc: BaseException) -> None:
-        """A commit step failed: the table is poisoned."""
+        """A commit step failed: the table is poisoned, and no append still waiting for a
+        commit will get one."""
         self._machine.fail(exc)
+        error = StateError(f"The table {str(self.path)!r} failed a commit ({exc}).")
+        error.__cause__ = exc
+        self._pipeline.fail(error)
+
+    @overload
+    async def append(
+        self,
+        data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch],
+        *,
+        app_id: str | None = None,
+        batch_id: int | None = None,
+        on_stale: str = "error",
+        wait: Literal[True] = True,
+    ) -> TableCommit | None: ...
+
+    @overload
+    async def append(
+        self,
+        data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch],
+        *,
+        app_id: str | None = None,
+        batch_id: int | None = None,
+        on_stale: str = "error",
+        wait: Literal[False],
+    ) -> CommitTicket: ...
 
     async def append(
         self,
@@ -208,22 +237,34 @@ class Table:
         app_id: str | None = None,
         batch_id: int | None = None,
         on_stale: str = "error",
-    ) -> TableCommit | None:
+        wait: bool = True,
+    ) -> TableCommit | CommitTicket | None:
         """Add rows. With ``app_id`` and ``batch_id`` the rows (and anything buffered) are
         committed now, exactly once. The last batch id committed for that app id again is a
         replay (Spark's, after a failure): it writes nothing and returns a commit with
-        ``skipped=True``. An id below the last one is not a replay (for instance a query
+        ``skipped=True``; so is an id still in flight (accepted, not yet durable), once that
+        commit is durable. An id below the last one is not a replay (for instance a query
         restarted from a new checkpoint under the same app id, whose ids start at 0 again):
         it raises :class:`~streamwrite.errors.StaleBatchError` and buffers nothing, unless
         ``on_stale="skip"``, which skips it with a warning (logger ``streamwrite.table``).
 
+        With ``wait=False`` the call returns a :class:`CommitTicket` as soon as the rows are
+        accepted (validated and buffered) and ``await ticket.durable()`` says when they are
+        durable: inside ``async with`` the next batches encode while earlier ones are written
+        and synced (pipelining), commits keep the order of appends, and appends arriving
+        from many tasks while a commit is in flight share the next one (group commit). An
+        append waits while ``max_in_flight`` appends are accepted and not yet durable.
+
         Returns:
-            The commit when this call committed (or skipped) one, else None.
+            ``wait=False``: the ticket. Otherwise the commit when this call committed (or
+            skipped) one, else None (the rows wait for the commit policy; inside
+            ``async with`` a commit the policy asks for runs in the background).
 
         Raises:
             ConfigError: ``app_id`` without ``batch_id`` (or the reverse), a negative or
                 non-integer ``batch_id``, or ``on_stale`` not ``"error"`` or ``"skip"``.
-            StaleBatchError: ``batch_id`` is below the last one committed for ``app_id``.
+            StaleBatchError: ``batch_id`` is below the last one committed (or in flight) for
+                ``app_id``.
             SchemaError: the data does not match the table schema, or holds a value its
                 column cannot take (a null in a REQUIRED column...): nothing is buffered.
             StateError: an earlier commit failed (the table is poisoned), or it is closed.
@@ -233,34 +274,73 @@ class Table:
         batch_id = check_batch_id(app_id, batch_id, on_stale)
         table = as_table(data, self.schema, "the table")
         check_values(table, self.parquet_schema)  # refused whole, before any of it is buffered
-        # Once accepted, a batch is buffered (or committed) whole: cancellation waits for that.
+        await self._pipeline.wait_for_room()
+        # Once accepted, a batch is buffered whole: cancellation waits for that.
         with anyio.CancelScope(shield=True):
-            result = await self._accept(table, app_id, batch_id, on_stale)
-        return result
+            ticket, due = await self._accept(table, app_id, batch_id, on_stale)
+        if due and app_id is None:  # the policy cuts a commit here
+            await self._pipeline.take_now()
+        if not wait:
+            return ticket
+        if ticket.done or app_id is not None or (due and not self._pipeline.background):
+            return await ticket.durable()
+        return None
+
+    def _decide(
+        self, app_id: str, batch_id: int, on_stale: str, num_rows: int
+    ) -> CommitTicket | None:
+        """The ticket of a batch id that is not new (a replay, or stale with ``"skip"``), None
+        for a new one (lock held).
+
+        Raises:
+            StaleBatchError: the id is below the last one committed or in flight.
+        """
+        pipeline = self._pipeline
+        record = self._machine.record
+        last = record.applied.get(app_id)
+        decision = self._machine.decide_batch(app_id, batch_id)
+        in_flight = pipeline.in_flight.get(app_id, {})
+        if decision is BatchDecision.NEW and in_flight:
+            if batch_id in in_flight:  # joins the commit that holds it
+                ticket = CommitTicket(pipeline, 0, None, None)
+                in_flight[batch_id].follow(ticket)
+                self.metrics.batches_skipped += 1
+                return ticket
+            if batch_id < max(in_flight):
+                decision, last = BatchDecision.STALE, max(in_flight)
+        if decision is BatchDecision.NEW:
+            return None
+        if decision is BatchDecision.STALE:
+            if on_stale == "error":
+                assert last is not None
+                raise StaleBatchError(app_id, batch_id, last)
+            logger.warning(
+                "Skipped batch %d of app id %r (on_stale='skip'): it is below the last "
+                "committed batch id %s, so its %d rows are not written.",
+                batch_id,
+                app_id,
+                last,
+                num_rows,
+            )
+        self.metrics.batches_skipped += 1
+        ticket = CommitTicket(pipeline, 0, None, None)
+        ticket.resolve(TableCommit(record.version, 0, dict(record.partitions), skipped=True), None)
+        return ticket
 
     async def _accept(
-        self, table: pa.Table, app_id: str | None, batch_id: int | None, on_stale: str = "error"
-    ) -> TableCommit | None:
+        self, table: pa.Table, app_id: str | None, batch_id: int | None, on_stale: str
+    ) -> tuple[CommitTicket, bool]:
+        """Buffer ``table`` whole (lock held) and join the open group.
+
+        Returns:
+            Its ticket, and whether a commit was requested.
+        """
         async with self._lock:
+            self._check()
             if app_id is not None and batch_id is not None:
-                last = self._machine.record.applied.get(app_id)
-                decision = self._machine.decide_batch(app_id, batch_id)
-                if decision is BatchDecision.STALE and on_stale == "error":
-                    assert last is not None
-                    raise StaleBatchError(app_id, batch_id, last)
-                if decision is not BatchDecision.NEW:
-                    if decision is BatchDecision.STALE:
-                        logger.warning(
-                            "Skipped batch %d of app id %r (on_stale='skip'): it is below the "
-                            "last committed batch id %s, so its %d rows are not written.",
-                            batch_id,
-                            app_id,
-                            last,
-                            table.num_rows,
-                        )
-                    self.metrics.batches_skipped += 1
-                    record = self._machine.record
-                    return TableCommit(record.version, 0, dict(record.partitions), skipped=True)
+                skipped = self._decide(app_id, batch_id, on_stale, table.num_rows)
+                if skipped is not None:
+                    return skipped, False
             record = self._machine.record
             for name, rows in split_by_partition(table, record.timestamp, record.partition_by):
                 buffer = self._buffers.setdefault(name, PartitionBuffer())
@@ -271,56 +351,82 @@ class Table:
             self.metrics.rows_appended += table.num_rows
             self.metrics.bytes_appended += table.nbytes
             self.metrics.rows_buffered = self._machine.buffered_rows
-            if app_id is None and not self._machine.commit_due(time.monotonic()):
-                return None
-            unit = await self._take_unit(app_id, batch_id)
-            # Handed over under the lock, so units commit in the order they were taken.
-            return await self._submit(unit, wait=app_id is not None)
+            ticket = self._pipeline.join(
+                CommitTicket(self._pipeline, table.num_rows, app_id, batch_id)
+            )
+            if app_id is not None:
+                self._pipeline.request()
+                return ticket, True
+            return ticket, self._machine.commit_due(time.monotonic())
 
-    async def _take_unit(self, app_id: str | None, batch_id: int | None) -> Unit:
-        """Encode what is buffered and take it out of the buffers (lock held)."""
+    async def _take(self) -> Unit | None:
+        """Encode what is buffered and take it, with the open group's tickets, as the next
+        unit. A failure poisons the table (the rows of a failed ticket must never be
+        committed by a later unit) and fails those tickets."""
+        async with self._lock:
+            tickets = self._pipeline.detach()
+            try:
+                return await self._take_locked(tickets)
+            except BaseException as exc:
+                self._pipeline.abandon(tickets, exc)
+                self._fail(exc)
+                raise
+
+    async def _take_locked(self, tickets: list[CommitTicket]) -> Unit | None:
+        if not tickets and not self._machine.buffered_rows:
+            return None
         for name, buffer in self._buffers.items():
             await self._cut(name, buffer, partial=True)
         parts = {name: b.encoded for name, b in self._buffers.items() if b.encoded}
-        plan = self._machine.take_unit(app_id, batch_id, time.monotonic())
-        unit = Unit(parts, plan.num_rows, app_id, batch_id, plan)
+        applied: dict[str, int] = {}
+        for ticket in tickets:
+            if ticket.app_id is not None and ticket.batch_id is not None:
+                applied[ticket.app_id] = max(applied.get(ticket.app_id, -1), ticket.batch_id)
+        plan = self._machine.take_unit(applied, time.monotonic())
         self._buffers = {}
         self.metrics.rows_buffered = 0
-        return unit
+        self.metrics.queue_depth = len(self._pipeline.taken) + 1
+        return Unit(parts, plan.num_rows, plan, tickets)
 
     async def flush(self) -> TableCommit | None:
-        """Commit everything appended so far (and wait for background commits).
+        """Commit everything appended so far (and wait for the commits in flight).
 
         Returns:
-            The commit, or None when nothing was buffered.
+            The commit of what was buffered, or None when nothing was.
+
+        Raises:
+            StateError: the table is poisoned or closed.
+            StreamwriteIOError: the commit failed (the table is poisoned from now on).
         """
         self._check()
         async with self._lock:
-            if self._machine.buffered_rows:
-                unit = await self._take_unit(None, None)
-            else:  # nothing buffered: a barrier behind the commits already handed over
-                unit = Unit({}, 0, None, None)
-            result = await self._submit(unit, wait=True)
+            pipeline = self._pipeline
+            ticket = pipeline.open[-1] if pipeline.open else pipeline.last
+            buffered = bool(pipeline.open)
+            pipeline.request()
+        if ticket is None or (ticket.done and not buffered):
+            self._check()
+            return None
+        commit = await ticket.durable()
         self._check()
-        return result
+        return commit if buffered else None
 
     # -- committing -------------------------------------------------------------------------
 
     async def _commit(self, unit: Unit) -> TableCommit:
         async with self._commit_lock:
             self._check()
-            assert unit.plan is not None
+            plan = unit.plan
+            if not plan.segments and not plan.applied:  # nothing to write: the same version
+                record = self._machine.record
+                return TableCommit(record.version, 0, dict(record.partitions))
             started = time.perf_counter()
             marker = json.dumps(
-                {
-                    "version": self._machine.record.version + 1,
-                    "app_id": unit.app_id,
-                    "batch_id": unit.batch_id,
-                }
+                {"version": self._machine.record.version + 1, "applied": dict(plan.applied)}
             )
             try:
                 groups = {name: by_segment(unit.parts[name]) for name in unit.parts}
-                for action in self._machine.begin_commit(unit.plan):
+                for action in self._machine.begin_commit(plan):
                     live, row_groups = groups[action.partition].pop(0)
                     assert live.path.name == action.segment
                     assert len(row_groups) == action.num_row_groups
@@ -329,7 +435,7 @@ class Table:
                         action,
                         Segment(live.path.name, commit.parquet_size, commit.footer_checksum),
                     )
-                record = self._machine.finish_commit(unit.plan)
+                record = self._machine.finish_commit(plan)
             except BaseException as exc:
                 self._fail(exc)
                 raise
@@ -337,37 +443,11 @@ class Table:
             seconds = time.perf_counter() - started
             self.metrics.commits += 1
             self.metrics.rows_committed += unit.num_rows
+            self.metrics.appends_committed += len(unit.tickets)
             self.metrics.last_commit_seconds = seconds
             self.metrics.commit_seconds.append(seconds)
+            self.metrics.queue_depth = len(self._pipeline.taken) - 1
             return TableCommit(record.version, unit.num_rows, dict(record.partitions))
-
-    async def _submit(self, unit: Unit, *, wait: bool) -> TableCommit | None:
-        """Commit ``unit`` now (no background committer) or hand it over, in order.
-
-        With ``wait``, returns once it is committed (None for a barrier) or raises its error.
-        """
-        if self._send is None:
-            return None if unit.is_barrier else await self._commit(unit)
-        self.metrics.queue_depth += 1
-        await self._send.send(unit)  # waits while the committer is busy: backpressure
-        if not wait:
-            return None
-        await unit.done.wait()
-        if unit.error is not None:
-            raise unit.error
-        return unit.result
-
-    async def _committer(self, receive: Any) -> None:
-        async with receive:
-            async for unit in receive:
-                try:
-                    if not unit.is_barrier:
-                        unit.result = await self._commit(unit)
-                except Exception as exc:  # the table is poisoned; callers see it next call
-                    unit.error = exc
-                finally:
-                    self.metrics.queue_depth -= 1
-                    unit.done.set()
 
     async def _timer(self) -> None:
         assert self.settings.commit_interval is not None
@@ -376,9 +456,7 @@ class Table:
             if self._machine.state is TableState.OPEN and self._machine.commit_due(
                 time.monotonic()
             ):
-                async with self._lock:
-                    if self._machine.buffered_rows:
-                        await self._submit(await self._take_unit(None, None), wait=False)
+                self._pipeline.request()
 
     # -- segments and compaction (the steps are in streamwrite.compaction) -----------------
 
@@ -547,9 +625,9 @@ class Table:
     async def __aenter__(self) -> Table:
         self._task_group = anyio.create_task_group()
         await self._task_group.__aenter__()
-        send, receive = anyio.create_memory_object_stream[Unit](1)
-        self._send = send
-        self._task_group.start_soon(self._committer, receive)
+        self._task_group.start_soon(self._pipeline.run_taker)
+        self._task_group.start_soon(self._pipeline.run_committer)
+        self._pipeline.background = True
         if self.settings.commit_interval is not None:
             self._task_group.start_soon(self._timer)
         if self.settings.compaction_interval is not None:
@@ -579,9 +657,8 @@ class Table:
             self.compactor_scope.cancel()
             async with self.compaction_lock:  # a cancelled compaction has cleaned up
                 pass
-            if self._send is not None:
-                await self._send.aclose()
-                self._send = None
+            self._pipeline.background = False
+            self._pipeline.fail(StateError(f"The table {str(self.path)!r} is closed."))
             try:
                 for live in (*self._sealed.values(), *self._active.values()):
                     await live.close()

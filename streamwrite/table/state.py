@@ -22,7 +22,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import anyio
 import pyarrow as pa
 
 from streamwrite.arrow.schema import decode_arrow_schema
@@ -36,7 +35,7 @@ from streamwrite.format.txn import (
     TxnRecord,
     decode_txn,
 )
-from streamwrite.layout.table import TableUnit, publish_txn
+from streamwrite.layout.table import publish_txn
 from streamwrite.live.file import EncodedRowGroup, LiveFile
 from streamwrite.options import CompactionPolicy
 from streamwrite.reader.file import ParquetFile
@@ -49,7 +48,6 @@ __all__ = [
     "TableMetrics",
     "TableSettings",
     "TableSnapshot",
-    "Unit",
     "by_segment",
     "read_snapshot",
     "segment_data_path",
@@ -229,7 +227,9 @@ class TableMetrics:
     last_commit_seconds: float = 0.0
     commit_seconds: list[float] = field(default_factory=list)
     queue_depth: int = 0
-    """Commits handed to the background committer and not finished yet."""
+    """Commits taken (encoded) and not durable yet."""
+    appends_committed: int = 0
+    """Appends made durable: over ``commits``, the mean group size of group commits."""
     rows_buffered: int = 0
     segments_created: int = 0
     compactions: int = 0
@@ -258,26 +258,8 @@ class TableSettings:
     segment_row_groups: int = 128
     compaction: CompactionPolicy = field(default_factory=CompactionPolicy)
     compaction_interval: float | None = 60.0
-
-
-@dataclass
-class Unit:
-    """One table commit's worth of encoded row groups, per partition (empty: a barrier)."""
-
-    parts: dict[str, list[tuple[LiveFile, EncodedRowGroup]]]
-    num_rows: int
-    app_id: str | None
-    batch_id: int | None
-    plan: TableUnit | None = None
-    """The table machine's unit (None for a barrier)."""
-    done: anyio.Event = field(default_factory=anyio.Event)
-    result: TableCommit | None = None
-    error: BaseException | None = None
-
-    @property
-    def is_barrier(self) -> bool:
-        """Nothing to commit: it only marks a place in the committer's queue."""
-        return not self.parts and not self.num_rows
+    max_in_flight: int = 64
+    """Appends accepted and not yet durable before the next append waits (backpressure)."""
 
 
 def by_segment(

@@ -248,7 +248,8 @@ class TableMachineTest(RuleBasedStateMachine):
         """Take what is buffered as a unit and queue it (the shell's committer queue)."""
         for partition in list(self.pending):
             self._cut(partition, partial=True)
-        unit = self.machine.take_unit(app_id, batch_id, self.now)
+        applied = {app_id: batch_id} if app_id is not None and batch_id is not None else None
+        unit = self.machine.take_unit(applied, self.now)
         encoded, self.encoded = self.encoded, {}
         rows = {p: [r for _, group in parts for r in group] for p, parts in encoded.items()}
         assert unit.num_rows == sum(map(len, rows.values()))
@@ -292,7 +293,7 @@ class TableMachineTest(RuleBasedStateMachine):
             with pytest.raises(StateError):
                 machine.check()
             with pytest.raises(StateError):
-                machine.take_unit(None, None, self.now)
+                machine.take_unit(None, self.now)
             if any(isinstance(a, Rename) and a.target == TXN_FILE for a in self.executor.ran):
                 event("a commit failed after its commit point")
                 self._adopt(unit, rows)
@@ -309,8 +310,8 @@ class TableMachineTest(RuleBasedStateMachine):
     def _adopt(self, unit: TableUnit, rows: dict[str, list[int]]) -> None:
         for partition, committed in rows.items():
             self.committed.setdefault(partition, []).extend(committed)
-        if unit.batch_id is not None:
-            self.applied = unit.batch_id
+        if unit.applied:
+            (self.applied,) = unit.applied.values()
 
     def _commit_all(self, fail_at: int | None) -> None:
         while self.queue and self._commit_next(fail_at):
