@@ -88,7 +88,9 @@ def test_sigkill_during_pipelined_and_group_commits(tmp_path: Path) -> None:
     for kill in range(KILLS):
         where = f"seed {SEED}, kill {kill}, {directory.name}"
         mode = "pipelined" if kill % 2 == 0 else "group"
-        expected = {}  # app -> the next batch id to acknowledge: the child resumes after
+        expected: dict[
+            str, int
+        ] = {}  # app -> the next batch id to acknowledge: the child resumes after
         for line in kill_at_random_moment(directory, mode, rng):  # what _txn had committed
             app, k = line.split()
             assert int(k) == expected.get(app, committed.get(app, -1) + 1), (
