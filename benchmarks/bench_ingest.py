@@ -29,6 +29,10 @@ commit_rows=rows, executor=ProcessPool(2))`` and ``append(batch)`` without ids, 
 commits run in the background while the next batches encode. Its latency series is the
 background commits' ``metrics.commit_seconds``; rows/s is rows / wall time of the whole loop.
 
+**Durable streaming modes** (section 3, ``ingest/durable.py``): encode alone, sequential
+durable, pipelined durable and group commit, each against its peer in the same run, with a
+per-commit breakdown and CPU seconds per million rows (the section's docstring says how).
+
 **Bulk** (section 2): one ``--bulk-rows`` reference table in ``--row-group-size`` row groups,
 best of ``--repeat``, variants round-robin: ``streamwrite.write_table`` (inline, one process); the
 same file encoded by ``ProcessPool(1)`` and ``ProcessPool(2)`` (``row_group_jobs`` of each row group
@@ -45,6 +49,7 @@ Run from the repository root::
     .venv/bin/python benchmarks/bench_ingest.py                  # 1,000 x 10k rows, 10M bulk
     .venv/bin/python benchmarks/bench_ingest.py --quick          # 50 batches, 1M bulk: seconds
     .venv/bin/python benchmarks/bench_ingest.py --only bulk
+    .venv/bin/python benchmarks/bench_ingest.py --only durable --batches 200
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ from _common import (
     bench_parser,
 )
 from ingest.bulk import run_bulk
+from ingest.durable import run_durable
 from ingest.stream import run_stream
 
 
@@ -74,7 +80,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--bulk-rows", type=int, default=10_000_000, help="rows of the bulk table")
     parser.add_argument("--row-group-size", type=int, default=1_000_000, help="bulk row groups")
     parser.add_argument("--repeat", type=int, default=3, help="bulk: best of N")
-    parser.add_argument("--only", choices=["stream", "bulk"], help="run one section")
+    parser.add_argument("--appenders", type=int, default=16, help="group commit: tasks")
+    parser.add_argument("--group-rows", type=int, default=1_000, help="group commit: rows each")
+    parser.add_argument("--only", choices=["stream", "bulk", "durable"], help="run one section")
     args = parser.parse_args(argv)
     if args.quick:
         args.batches = min(args.batches, 50)
@@ -94,6 +102,9 @@ async def run(args: argparse.Namespace, workdir: Path) -> list[str]:
     if args.only in (None, "bulk"):
         (workdir / "bulk").mkdir()
         verdicts += await run_bulk(args, workdir / "bulk")
+    if args.only in (None, "durable"):
+        (workdir / "durable").mkdir()
+        verdicts += await run_durable(args, workdir / "durable")
     return verdicts
 
 

@@ -6,6 +6,8 @@
                                             partition_by="day", commit_rows=100_000) as table:
         await table.append(batch)                                   # buffered, committed by policy
         await table.append(batch, app_id="job-1", batch_id=17)      # committed now, exactly once
+        ticket = await table.append(batch, app_id="job-1", batch_id=18, wait=False)
+        await ticket.durable()                                      # pipelined: durable now
         await table.flush()                                         # commit what is buffered
     streamwrite.read_table("ticks")                                 # the newest table snapshot
 
@@ -22,6 +24,10 @@ commits run in a background task (the next batches encode while the previous com
 and fsyncs), ``commit_interval`` is honoured by a timer, and the compactor runs every
 ``compaction_interval`` seconds (:mod:`streamwrite.compaction`); without it, commits run
 inside the calls that trigger them.
+
+Pipelined and group commits (:mod:`streamwrite.table.pipeline`): every accepted append gets a
+:class:`CommitTicket`; appends that wait together share one commit, and commits keep the order
+of appends.
 
 Failure rules: if any segment commit or the ``_txn`` publish fails, the table is poisoned
 (every later call raises); reopening rolls segments that are ahead of ``_txn`` back to it and

@@ -170,7 +170,10 @@ class Table:
             live._encryptor,
             ordinal if self.encryption is not None else 0,
         )
-        return live, (await self.executor.run_all(jobs), table.num_rows)
+        started = time.perf_counter()
+        chunks = await self.executor.run_all(jobs)
+        self.metrics.encode_seconds += time.perf_counter() - started
+        return live, (chunks, table.num_rows)
 
     async def _cut(self, name: str, buffer: PartitionBuffer, *, partial: bool) -> None:
         """Encode the row groups of a partition buffer the machine says are due (the rest
@@ -302,7 +305,7 @@ class Table:
         in_flight = pipeline.in_flight.get(app_id, {})
         if decision is BatchDecision.NEW and in_flight:
             if batch_id in in_flight:  # joins the commit that holds it
-                ticket = CommitTicket(pipeline, 0, None, None)
+                ticket = CommitTicket(pipeline.drive, 0, None, None)
                 in_flight[batch_id].follow(ticket)
                 self.metrics.batches_skipped += 1
                 return ticket
@@ -323,7 +326,7 @@ class Table:
                 num_rows,
             )
         self.metrics.batches_skipped += 1
-        ticket = CommitTicket(pipeline, 0, None, None)
+        ticket = CommitTicket(pipeline.drive, 0, None, None)
         ticket.resolve(TableCommit(record.version, 0, dict(record.partitions), skipped=True), None)
         return ticket
 
@@ -352,7 +355,7 @@ class Table:
             self.metrics.bytes_appended += table.nbytes
             self.metrics.rows_buffered = self._machine.buffered_rows
             ticket = self._pipeline.join(
-                CommitTicket(self._pipeline, table.num_rows, app_id, batch_id)
+                CommitTicket(self._pipeline.drive, table.num_rows, app_id, batch_id)
             )
             if app_id is not None:
                 self._pipeline.request()
@@ -439,8 +442,11 @@ class Table:
             except BaseException as exc:
                 self._fail(exc)
                 raise
+            written = time.perf_counter()
             await self._publish(record)
             seconds = time.perf_counter() - started
+            self.metrics.segment_seconds += written - started
+            self.metrics.publish_seconds += seconds - (written - started)
             self.metrics.commits += 1
             self.metrics.rows_committed += unit.num_rows
             self.metrics.appends_committed += len(unit.tickets)

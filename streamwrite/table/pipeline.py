@@ -53,16 +53,20 @@ __all__ = ["CommitPipeline", "CommitTicket", "Unit"]
 
 
 class CommitTicket:
-    """One accepted append's place in the commit order (``await ticket.durable()``)."""
+    """One accepted append's place in the commit order (``await ticket.durable()``).
+
+    :meth:`Table.append` with ``wait=False`` makes them; ``drive`` waits until a ticket is
+    resolved (committing meanwhile when no background committer runs).
+    """
 
     def __init__(
         self,
-        pipeline: CommitPipeline,
+        drive: Callable[[CommitTicket], Awaitable[None]],
         num_rows: int,
         app_id: str | None = None,
         batch_id: int | None = None,
     ) -> None:
-        self._pipeline = pipeline
+        self._drive = drive
         self.num_rows = num_rows
         """Rows of this append."""
         self.app_id = app_id
@@ -92,7 +96,7 @@ class CommitTicket:
             StateError: the table was poisoned by an earlier commit, or closed, before this
                 append was committed.
         """
-        await self._pipeline.drive(self)
+        await self._drive(self)
         if self._error is not None:
             raise self._error
         assert self._result is not None

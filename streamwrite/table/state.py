@@ -226,6 +226,12 @@ class TableMetrics:
     batches_skipped: int = 0
     last_commit_seconds: float = 0.0
     commit_seconds: list[float] = field(default_factory=list)
+    encode_seconds: float = 0.0
+    """Time the executor spent encoding row groups for this table (wall time of its calls)."""
+    segment_seconds: float = 0.0
+    """Time commits spent writing and syncing segments (data and ``_pm``)."""
+    publish_seconds: float = 0.0
+    """Time commits spent publishing ``_txn`` (the table's commit point)."""
     queue_depth: int = 0
     """Commits taken (encoded) and not durable yet."""
     appends_committed: int = 0
