@@ -217,7 +217,11 @@ def _binary_min_max(values: BinaryValues) -> tuple[bytes, bytes]:
     if width and int(lengths.min()) == width == int(lengths.max()):
         start, stop = int(offsets[0]), int(offsets[-1])
         rows = values.data[start:stop].reshape(-1, width)  # values of one length are adjacent
-        lo_i, hi_i = _lex_argmin(rows), _lex_argmax(rows)
+        if width % 8 == 0:
+            words = rows.view(">u8")  # big-endian words compare as the bytes do
+            lo_i, hi_i = _word_extreme(words, np.argmin), _word_extreme(words, np.argmax)
+        else:
+            lo_i, hi_i = _lex_argmin(rows), _lex_argmax(rows)
         return rows[lo_i].tobytes(), rows[hi_i].tobytes()
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     data = np.ascontiguousarray(values.data)
@@ -287,6 +291,21 @@ def _lex_extreme(keys: npt.NDArray[np.uint8], pick: Callable[[npt.NDArray[Any]],
         if candidates.shape[0] == 1:
             break
     return int(candidates[0])
+
+
+def _word_extreme(words: npt.NDArray[Any], arg: Callable[[npt.NDArray[Any]], Any]) -> int:
+    """Row index of the smallest/largest row of big-endian words (``arg`` is argmin/argmax):
+    the first word decides unless rows tie on it (then only the tied rows go on)."""
+    first = words[:, 0]
+    best = int(arg(first))
+    if words.shape[1] == 1:
+        return best
+    tied = np.flatnonzero(first == first[best])
+    if tied.shape[0] == 1:
+        return best
+    rest = words[tied, 1:]
+    order = np.lexsort(rest.T[::-1])  # ascending by the remaining words, first word first
+    return int(tied[order[0] if arg is np.argmin else order[-1]])
 
 
 def _lex_argmin(keys: npt.NDArray[np.uint8]) -> int:

@@ -157,6 +157,19 @@ def test_byte_array_of_one_length_matches_reference(width: int, data: st.DataObj
         assert truncated.is_min_value_exact == (width <= 5)
 
 
+@pytest.mark.parametrize("width", [8, 16, 24])
+def test_byte_array_of_one_length_ties_on_the_first_word(width: int) -> None:
+    prefix = b"\x80" * 8
+    tails = [b"\x05", b"\x01", b"\xff", b"\x01", b"\x00"]
+    values = [prefix + tail * (width - 8) for tail in tails] + [b"\x7f" * width]
+    if width == 8:
+        values = [b"\x80" * 8, b"\x80" * 8, b"\x7f" * 8]
+    bv = BinaryValues.from_pylist(values)
+    order, ptype = SortOrder.UNSIGNED_BYTES, Type.BYTE_ARRAY
+    assert compute_stats(bv, ptype, order) == reference(bv, ptype, order)
+    assert compute_stats(bv[:-1], ptype, order) == reference(bv[:-1], ptype, order)
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.integers(0, 20), st.data(), st.sampled_from(list(SortOrder)[4:6]))
 def test_fixed_len_matches_reference(width: int, data: st.DataObject, order: SortOrder) -> None:
