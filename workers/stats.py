@@ -217,11 +217,13 @@ def _binary_min_max(values: BinaryValues) -> tuple[bytes, bytes]:
     if width and int(lengths.min()) == width == int(lengths.max()):
         start, stop = int(offsets[0]), int(offsets[-1])
         rows = values.data[start:stop].reshape(-1, width)  # values of one length are adjacent
-        if width % 8 == 0:
-            words = rows.view(">u8")  # big-endian words compare as the bytes do
-            lo_i, hi_i = _word_extreme(words, np.argmin), _word_extreme(words, np.argmax)
+        if width % 8:  # zero padding at the end keeps the order of values of one length
+            padded = np.zeros((rows.shape[0], width + 8 - width % 8), dtype=np.uint8)
+            padded[:, :width] = rows
+            words = padded.view(">u8")
         else:
-            lo_i, hi_i = _lex_argmin(rows), _lex_argmax(rows)
+            words = rows.view(">u8")  # big-endian words compare as the bytes do
+        lo_i, hi_i = _word_extreme(words, np.argmin), _word_extreme(words, np.argmax)
         return rows[lo_i].tobytes(), rows[hi_i].tobytes()
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     data = np.ascontiguousarray(values.data)
