@@ -24,7 +24,9 @@ column's encoding once instead of on every chunk. Its rules:
   adopts when the chunk comes back (:meth:`EncodingPlanner.observe`);
 - a column with a decision gets it: the worker follows it and reports drift (values that
   contradict it, see ``streamwrite.format.chunk.ChunkObservation``); drift drops the decision,
-  so the next chunk is analysed afresh;
+  so the next chunk is analysed afresh. The sampled distinct estimate of a column without a
+  dictionary is asked for every ``CARDINALITY_CHECK_EVERY``-th chunk only (the other checks
+  come free with the encoding);
 - a decision is also dropped after ``resample_every`` chunks followed it (re-sampling on a
   schedule catches what no cheap check sees, such as BYTE_STREAM_SPLIT ceasing to help).
 
@@ -45,6 +47,7 @@ from streamwrite.errors import ConfigError, SchemaError
 from streamwrite.format.chunk import EncodedChunk, EncodingDecision
 from streamwrite.format.enums import FieldRepetitionType, Type
 from streamwrite.options import WriteOptions
+from workers.choose import CARDINALITY_CHECK_EVERY
 from workers.chunk import ChunkSettings
 from workers.encodings import check_encoding
 from workers.jobs import EncodeChunkJob, run_job
@@ -112,7 +115,7 @@ class EncodingPlanner:
         self._decisions: dict[tuple[str, ...], EncodingDecision] = {}
         self._ages: dict[tuple[str, ...], int] = {}
         self._options: WriteOptions | None = None
-        self._settings: dict[str, tuple[EncodingDecision | None, ChunkSettings]] = {}
+        self._settings: dict[tuple[str, bool], tuple[EncodingDecision | None, ChunkSettings]] = {}
         self.num_analysed = 0
         """Chunks that came back analysed (no decision given): first chunks, re-samples."""
         self.num_drifted = 0
@@ -132,13 +135,15 @@ class EncodingPlanner:
         if options is not self._options:
             self._options = options
             self._settings.clear()
-        decision = self._decisions.get((spec.name,))
-        cached = self._settings.get(spec.name)
+        key = (spec.name,)
+        decision = self._decisions.get(key)
+        check = self._ages.get(key, 0) % CARDINALITY_CHECK_EVERY == 0  # first, then every n-th
+        cached = self._settings.get((spec.name, check))
         if cached is not None and cached[0] == decision:
             return cached[1]
         base = chunk_settings(spec, options) if cached is None else cached[1]
-        settings = replace(base, decision=decision)
-        self._settings[spec.name] = (decision, settings)
+        settings = replace(base, decision=decision, check_cardinality=check)
+        self._settings[(spec.name, check)] = (decision, settings)
         return settings
 
     def observe(self, chunks: Iterable[EncodedChunk]) -> None:

@@ -3,6 +3,7 @@ dropped on drift or on schedule; files stay readable and equal to their input.""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import pickle
 
@@ -19,6 +20,8 @@ from streamwrite.format.chunk import EncodedChunk, EncodingDecision
 from streamwrite.format.enums import Encoding, PageType
 from streamwrite.options import make_write_options
 from streamwrite.testing import reference_table
+from workers.choose import CARDINALITY_CHECK_EVERY
+from workers.chunk import ChunkSettings
 from workers.jobs import run_job
 
 
@@ -71,6 +74,34 @@ def test_a_column_that_turns_repetitive_drifts_and_is_decided_again() -> None:
     assert chunk.observed is not None and chunk.observed.analysed
     assert _has_dictionary_page(chunk)
     assert planner.decision(("s",)) == EncodingDecision(True, Encoding.PLAIN)
+
+
+def replace_check(settings: ChunkSettings) -> ChunkSettings:
+    return dataclasses.replace(settings, check_cardinality=False)
+
+
+def test_the_cardinality_of_a_column_without_dictionary_is_checked_every_few_chunks() -> None:
+    rng = np.random.default_rng(6)
+    unique = pa.table({"s": [f"id-{i:012d}" for i in rng.permutation(10_000)]})
+    repetitive = pa.table({"s": [f"v{i % 20}" for i in range(10_000)]})
+    schema, options = _setup(unique)
+    planner = EncodingPlanner()
+    encode_row_group(unique, schema, options, planner=planner)
+    checks = []
+    for _ in range(2 * CARDINALITY_CHECK_EVERY):
+        (job,) = row_group_jobs(unique, schema, options, planner=planner)
+        checks.append(job.settings.check_cardinality)
+        planner.observe([run_job(job)])
+    assert checks == ([True] + [False] * (CARDINALITY_CHECK_EVERY - 1)) * 2
+    # An unchecked chunk follows the decision without seeing the repeats; the next check does.
+    (job,) = row_group_jobs(repetitive, schema, options, planner=planner)
+    assert job.settings.check_cardinality  # 2 * CARDINALITY_CHECK_EVERY chunks followed
+    unchecked = run_job(dataclasses.replace(job, settings=replace_check(job.settings)))
+    assert unchecked.observed is not None and not unchecked.observed.drift
+    checked = run_job(job)
+    assert checked.observed is not None and checked.observed.drift
+    planner.observe([checked])
+    assert planner.decision(("s",)) is None and planner.num_drifted == 1
 
 
 def test_a_dictionary_that_stops_paying_off_is_dropped_in_that_chunk() -> None:

@@ -33,8 +33,9 @@ Rules, applied per chunk on the chunk's own values (overridden by ``ColumnOption
 chunk's analysis) and only does what the decision needs, plus cheap checks whose failure it
 reports as drift: a dictionary chunk judges its real distinct count (dropping a dictionary that
 does not pay off); a DELTA_BINARY_PACKED integer chunk checks it never decreases; a chunk
-without a dictionary estimates its distinct count on ``OBSERVE_SAMPLE_SIZE`` values and reports
-drift when the estimate is under half the dictionary threshold.
+without a dictionary (when asked: the planner asks every ``CARDINALITY_CHECK_EVERY``-th chunk)
+estimates its distinct count on ``OBSERVE_SAMPLE_SIZE`` values and reports drift when the
+estimate is under half the dictionary threshold.
 """
 
 from __future__ import annotations
@@ -84,6 +85,8 @@ ESTIMATE_MARGIN = 1.25
 large chunks judged on the random-walk "pays off" size use twice their bound)."""
 OBSERVE_SAMPLE_SIZE = 256
 """Sample a chunk without a dictionary estimates its distinct count on, to report drift."""
+CARDINALITY_CHECK_EVERY = 4
+"""A planner asks every this many chunks following a no-dictionary decision for that check."""
 _NUMERIC_WIDTH = {Type.INT32: 4, Type.INT64: 8, Type.FLOAT: 4, Type.DOUBLE: 8}
 
 
@@ -357,6 +360,7 @@ def apply_decision(
     values: Any,
     physical_type: Type,
     options: ColumnOptions,
+    check_cardinality: bool = True,
 ) -> tuple[EncodingChoice, bool, int | None]:
     """Follow ``decision`` for a chunk's non-null ``values`` (rules in the module docstring).
 
@@ -385,7 +389,7 @@ def apply_decision(
         drift = num_distinct <= MAX_DICTIONARY_RATIO * count
         return EncodingChoice(False, fallback), drift, num_distinct
     drift = False
-    if count >= 2 * OBSERVE_SAMPLE_SIZE:
+    if check_cardinality and count >= 2 * OBSERVE_SAMPLE_SIZE:
         estimate = estimate_distinct(values, physical_type, OBSERVE_SAMPLE_SIZE)
         drift = estimate <= MAX_DICTIONARY_RATIO * count / 2
     return EncodingChoice(False, fallback), drift, None

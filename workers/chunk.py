@@ -87,6 +87,9 @@ class ChunkSettings:
     decision: EncodingDecision | None = None
     """The encoding decided earlier for this column (the planner's), or None to analyse the
     chunk's values (:func:`workers.choose.choose_encodings`)."""
+    check_cardinality: bool = True
+    """With a no-dictionary ``decision``: estimate the distinct count on a sample to report
+    drift towards a dictionary (the planner asks only every few chunks)."""
 
 
 def _take(values: Any, index: npt.NDArray[np.intp]) -> Any:
@@ -337,7 +340,9 @@ def encode_chunk(
         )
         num_distinct = choice.num_distinct
     else:
-        choice, drift, num_distinct = apply_decision(settings.decision, values, ptype, column)
+        choice, drift, num_distinct = apply_decision(
+            settings.decision, values, ptype, column, settings.check_cardinality
+        )
     fallback = choice.fallback
     truncate = settings.statistics_truncate_length
     want_stats = column.write_statistics
