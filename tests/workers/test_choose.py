@@ -10,11 +10,13 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from streamwrite.format.chunk import EncodingDecision
 from streamwrite.format.enums import Encoding, Type
 from streamwrite.options import MAX_DICTIONARY_RATIO, ColumnOptions, DataPageVersion
 from streamwrite.testing import reference_table
 from workers.choose import (
     SMALL_CHUNK_SIZE,
+    apply_decision,
     choose_encodings,
     estimate_distinct,
     estimate_distinct_reference,
@@ -142,3 +144,56 @@ def test_skipping_the_hash_agrees_with_hashing_on_uniform_columns(
         assert choice.use_dictionary
     if true_distinct > 0.5 * len(values):
         assert not choice.use_dictionary
+
+
+# --- following a decision ----------------------------------------------------------------------
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(-50, 50), min_size=1, max_size=400), st.sampled_from([1, 3, 1000]))
+def test_a_dictionary_decision_is_judged_on_the_exact_distinct_count(
+    raw: list[int], scale: int
+) -> None:
+    values = np.array(raw, dtype=np.int64) * scale
+    decision = EncodingDecision(True, Encoding.PLAIN)
+    choice, drift, num_distinct = apply_decision(decision, values, Type.INT64, ColumnOptions())
+    distinct = len(np.unique(values))
+    assert num_distinct == distinct
+    # The reference rule: at most half distinct, or the dictionary is at most half of PLAIN.
+    bits = max(1, (distinct - 1).bit_length())
+    pays_off = distinct * 8 + len(values) * bits / 8 <= 0.5 * len(values) * 8
+    expected = distinct <= MAX_DICTIONARY_RATIO * len(values) or pays_off
+    assert choice.use_dictionary == expected and drift == (not expected)
+    if expected:
+        assert choice.dictionary is not None
+        dictionary, indices = choice.dictionary
+        assert np.array_equal(np.asarray(dictionary)[indices], values)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 3), min_size=2, max_size=400), st.booleans())
+def test_a_delta_decision_reports_decreasing_or_repetitive_integers(
+    steps: list[int], reverse: bool
+) -> None:
+    values = np.cumsum(np.array(steps, dtype=np.int64))
+    if reverse:
+        values = values[::-1].copy()
+    decision = EncodingDecision(False, Encoding.DELTA_BINARY_PACKED)
+    choice, drift, num_distinct = apply_decision(decision, values, Type.INT64, ColumnOptions())
+    assert not choice.use_dictionary and choice.fallback == Encoding.DELTA_BINARY_PACKED
+    decreasing = bool(np.any(values[1:] < values[:-1]))
+    distinct = len(np.unique(values))
+    if decreasing:
+        assert drift and num_distinct is None
+    else:
+        assert num_distinct == distinct
+        assert drift == (distinct <= MAX_DICTIONARY_RATIO * len(values))
+
+
+def test_a_no_dictionary_decision_checks_cardinality_only_when_asked() -> None:
+    values = np.tile(np.arange(10, dtype=np.int64) * 7919, 500)
+    decision = EncodingDecision(False, Encoding.PLAIN)
+    _, drift, num_distinct = apply_decision(decision, values, Type.INT64, ColumnOptions())
+    assert drift and num_distinct is None  # ten values: a dictionary would pay, and was not hashed
+    _, drift, _ = apply_decision(decision, values, Type.INT64, ColumnOptions(), False)
+    assert not drift
