@@ -1,12 +1,17 @@
 """Write-path benchmark: streamwrite against ``pyarrow.parquet`` on the reference table.
 
-Three sections, each printed as markdown (see ``benchmarks/README.md`` for recorded figures):
+Four sections, each printed as markdown (see ``benchmarks/README.md`` for recorded figures):
 
 1. Whole file: ``streamwrite.write_table`` with its defaults against
    ``pq.write_table(compression="zstd")`` with its defaults, both in this one process, plus both
    with ``compression="none"`` and both with ``data_page_version="2.0"``. Seconds, rows/s, file
    bytes and the ours/pyarrow ratios; then the per-column chunk sizes and encodings of the two
    default files, read from the footers with pyarrow.
+1b. One 10k-row batch: the encode a table or live-file commit does per batch
+   (``row_group_jobs`` + ``workers.jobs.run_job`` of each column, with the writer's
+   ``EncodingPlanner``; and without one) against ``pq.write_table(batch, BufferOutputStream(),
+   compression="zstd")``, ms per batch (wall and CPU) over ``--batches`` consecutive batches,
+   round-robin, best of ``--repeat``, with the load average.
 2. Per kernel: for each (column, encoding) pair that applies to the reference table, MB/s of input
    (MB = the Arrow buffer bytes of the column) for (a) our kernel alone on the physical values,
    (b) streamwrite writing that single column uncompressed with that encoding and (c) pyarrow doing
@@ -25,8 +30,10 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import io
 import json
+import os
 import pstats
 import subprocess
 import sys
@@ -55,7 +62,9 @@ from _common import (
 import streamwrite
 from streamwrite.arrow.schema import arrow_to_parquet
 from streamwrite.arrow.values import to_physical
+from streamwrite.encode import EncodingPlanner, row_group_jobs
 from streamwrite.format.structs import Type
+from streamwrite.options import make_write_options
 from streamwrite.testing import reference_table
 from workers.encoding.byte_stream_split import encode_byte_stream_split
 from workers.encoding.delta_binary_packed import encode_delta_binary_packed
@@ -64,9 +73,10 @@ from workers.encoding.delta_length_byte_array import encode_delta_length_byte_ar
 from workers.encoding.dictionary import dictionary_encode, encode_dictionary_indices
 from workers.encoding.plain import encode_plain
 from workers.encoding.rle_hybrid import encode_boolean_rle
+from workers.jobs import run_job
 
 DICTIONARY = "dictionary"
-SECTIONS = ("file", "kernels", "memory")
+SECTIONS = ("file", "batch", "kernels", "memory")
 
 # (column, encoding) pairs of the reference table; DICTIONARY means use_dictionary=True.
 KERNEL_CASES: list[tuple[str, str]] = [
@@ -90,6 +100,8 @@ KERNEL_CASES: list[tuple[str, str]] = [
 KERNEL_TARGET = 0.5  # each kernel within 2x of pyarrow's C++ (ours/pyarrow MB/s >= 0.5)
 FILE_SPEED_TARGET = 0.5  # whole-file rows/s >= 0.5x pyarrow's
 FILE_SIZE_TARGET = 1.0  # default file no larger than pyarrow's default zstd file
+BATCH_TARGET = 1.0  # one 10k-row batch encoded at least as fast as pyarrow writes it
+BATCH_ROWS = 10_000
 
 
 # ---------------------------------------------------------------------------------------------
@@ -500,6 +512,79 @@ def profile_write(table: pa.Table, workdir: Path, top: int) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
+# Section 1b: one 10k-row batch
+
+
+def bench_batch(num_batches: int, repeat: int) -> tuple[str, dict[str, float]]:
+    """Encode ``num_batches`` consecutive 10k-row batches of the reference table per run.
+
+    Returns:
+        The markdown and the figures (ms per batch, ratios).
+    """
+    table = reference_table(num_batches * BATCH_ROWS)
+    batches = [table.slice(i * BATCH_ROWS, BATCH_ROWS) for i in range(num_batches)]
+    schema = arrow_to_parquet(table.schema)
+    options = make_write_options(table.schema.names, caller="bench_write")
+
+    def planned() -> None:
+        planner = EncodingPlanner()  # one writer's planner, as a table segment holds one
+        for batch in batches:
+            planner.observe(
+                [run_job(job) for job in row_group_jobs(batch, schema, options, planner=planner)]
+            )
+
+    def unplanned() -> None:
+        for batch in batches:
+            for job in row_group_jobs(batch, schema, options):
+                run_job(job)
+
+    def theirs() -> None:
+        for batch in batches:
+            pq.write_table(batch, pa.BufferOutputStream(), compression="zstd")
+
+    jobs = {"streamwrite (planner)": planned, "streamwrite (no planner)": unplanned}
+    jobs["pyarrow write_table"] = theirs
+    wall = dict.fromkeys(jobs, float("inf"))
+    cpu = dict.fromkeys(jobs, float("inf"))
+    load_before = os.getloadavg()[0]
+    for _ in range(max(1, repeat)):
+        for name, job in jobs.items():
+            gc.collect()
+            start_wall, start_cpu = time.perf_counter(), time.process_time()
+            job()
+            wall[name] = min(wall[name], time.perf_counter() - start_wall)
+            cpu[name] = min(cpu[name], time.process_time() - start_cpu)
+    load_after = os.getloadavg()[0]
+    per_batch = 1000 / num_batches
+    peer = "pyarrow write_table"
+    rows = [
+        [
+            name,
+            f"{wall[name] * per_batch:.2f}",
+            f"{cpu[name] * per_batch:.2f}",
+            fmt_ratio(wall[peer] / wall[name]),
+            fmt_ratio(cpu[peer] / cpu[name]),
+        ]
+        for name in jobs
+    ]
+    text = markdown_table(
+        ["encoder", "ms/batch (wall)", "ms/batch (CPU)", "speed vs pyarrow (wall)", "(CPU)"], rows
+    )
+    text += (
+        f"\n\n{num_batches} batches of {BATCH_ROWS:,} rows per run, best of {repeat}; "
+        f"load average {load_before:.2f} before, {load_after:.2f} after."
+    )
+    summary = {
+        "ms_per_batch": {name: wall[name] * per_batch for name in jobs},
+        "cpu_ms_per_batch": {name: cpu[name] * per_batch for name in jobs},
+        "speed_ratio": wall[peer] / wall["streamwrite (planner)"],
+        "cpu_ratio": cpu[peer] / cpu["streamwrite (planner)"],
+        "load": [load_before, load_after],
+    }
+    return text, summary
+
+
+# ---------------------------------------------------------------------------------------------
 # Main
 
 
@@ -508,6 +593,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rows", type=int, default=10_000_000, help="whole-file rows")
     parser.add_argument("--repeat", type=int, default=3, help="best of N runs")
     parser.add_argument("--kernel-rows", type=int, default=1_000_000, help="per-kernel rows")
+    parser.add_argument("--batches", type=int, default=100, help="10k-row batches per batch run")
     parser.add_argument(
         "--only", choices=SECTIONS, action="append", help="run only these sections (repeatable)"
     )
@@ -524,6 +610,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.quick:
         args.rows = min(args.rows, 200_000)
         args.kernel_rows = min(args.kernel_rows, 100_000)
+        args.batches = min(args.batches, 10)
         args.repeat = min(args.repeat, 2)
     return args
 
@@ -572,6 +659,19 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"## cProfile of one default streamwrite write ({table.num_rows:,} rows)\n")
                 print("```\n" + profile_write(table, workdir, args.profile).strip() + "\n```\n")
             del table
+        if "batch" in sections:
+            print(f"## 1b. One {BATCH_ROWS:,}-row batch (encode per commit, one process)\n")
+            text, batch_summary = bench_batch(args.batches, max(args.repeat, 5))
+            print(text + "\n")
+            report.data["batch"] = batch_summary
+            verdicts.append(
+                verdict(
+                    f"one 10k-row batch encoded >= {BATCH_TARGET}x pyarrow's speed (wall)",
+                    fmt_ratio(batch_summary["speed_ratio"]),
+                    batch_summary["speed_ratio"] >= BATCH_TARGET,
+                )
+            )
+            sys.stdout.flush()
         if "kernels" in sections:
             table = reference_table(args.kernel_rows)
             print(

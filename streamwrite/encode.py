@@ -15,11 +15,28 @@ chunks go (a file, a live file's commit) differ::
 :func:`check_write_options` makes the checks of the write options that need the schema,
 before anything is written; :func:`chunk_settings` is a column's encoder settings (compaction
 builds its merge jobs from it too).
+
+An :class:`EncodingPlanner`, held by each writer (one per file or segment), decides each
+column's encoding once instead of on every chunk. Its rules:
+
+- a column without a decision gets none in its job's settings: the worker analyses the chunk
+  (``workers.choose.choose_encodings``) and reports the decision it made, which the planner
+  adopts when the chunk comes back (:meth:`EncodingPlanner.observe`);
+- a column with a decision gets it: the worker follows it and reports drift (values that
+  contradict it, see ``streamwrite.format.chunk.ChunkObservation``); drift drops the decision,
+  so the next chunk is analysed afresh. The sampled distinct estimate of a column without a
+  dictionary is asked for every ``CARDINALITY_CHECK_EVERY``-th chunk only (the other checks
+  come free with the encoding);
+- a decision is also dropped after ``resample_every`` chunks followed it (re-sampling on a
+  schedule catches what no cheap check sees, such as BYTE_STREAM_SPLIT ceasing to help).
+
+Without a planner every chunk is analysed on its own (no state between row groups).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 import pyarrow as pa
 
@@ -27,14 +44,17 @@ from streamwrite.arrow.schema import ColumnSpec, ParquetSchema
 from streamwrite.arrow.values import to_physical
 from streamwrite.crypto.encryption import FileEncryptor
 from streamwrite.errors import ConfigError, SchemaError
-from streamwrite.format.chunk import EncodedChunk
+from streamwrite.format.chunk import EncodedChunk, EncodingDecision
 from streamwrite.format.enums import FieldRepetitionType, Type
 from streamwrite.options import WriteOptions
+from workers.choose import CARDINALITY_CHECK_EVERY
 from workers.chunk import ChunkSettings
 from workers.encodings import check_encoding
 from workers.jobs import EncodeChunkJob, run_job
 
 __all__ = [
+    "RESAMPLE_EVERY",
+    "EncodingPlanner",
     "as_table",
     "check_values",
     "check_write_options",
@@ -67,6 +87,95 @@ def chunk_settings(spec: ColumnSpec, options: WriteOptions) -> ChunkSettings:
         statistics_truncate_length=options.statistics_truncate_length,
         dictionary_typed=pa.types.is_dictionary(spec.field.type),
     )
+
+
+RESAMPLE_EVERY = 64
+"""Chunks a column's encoding decision is followed before the next chunk is analysed again."""
+
+
+class EncodingPlanner:
+    """Decides each column's encoding once per writer and reuses it (rules in the module doc).
+
+    One planner serves one writer (a file, a live file, a table's segment or partition): the
+    decisions hold for data like the data seen so far. Calls are not thread-safe; a writer
+    makes them one at a time (jobs are built and chunks observed by its coordinator).
+
+    Args:
+        resample_every: Chunks a decision is followed before a chunk is analysed again
+            (at least 1).
+
+    Raises:
+        ConfigError: ``resample_every`` is below 1.
+    """
+
+    def __init__(self, resample_every: int = RESAMPLE_EVERY) -> None:
+        if resample_every < 1:
+            raise ConfigError(f"resample_every must be at least 1, got {resample_every}.")
+        self.resample_every = resample_every
+        self._decisions: dict[tuple[str, ...], EncodingDecision] = {}
+        self._ages: dict[tuple[str, ...], int] = {}
+        self._options: WriteOptions | None = None
+        self._settings: dict[tuple[str, bool], tuple[EncodingDecision | None, ChunkSettings]] = {}
+        self.num_analysed = 0
+        """Chunks that came back analysed (no decision given): first chunks, re-samples."""
+        self.num_drifted = 0
+        """Chunks that reported drift from the decision they were given."""
+
+    def decision(self, path_in_schema: tuple[str, ...]) -> EncodingDecision | None:
+        """Returns: the decision the next chunk of this column follows, or None (analyse)."""
+        return self._decisions.get(path_in_schema)
+
+    def settings(self, spec: ColumnSpec, options: WriteOptions) -> ChunkSettings:
+        """The settings of this column's next job: :func:`chunk_settings` with the current
+        decision (cached: a column's settings are rebuilt only when its decision changes).
+
+        Returns:
+            The settings.
+        """
+        if options is not self._options:
+            self._options = options
+            self._settings.clear()
+        key = (spec.name,)
+        decision = self._decisions.get(key)
+        check = self._ages.get(key, 0) % CARDINALITY_CHECK_EVERY == 0  # first, then every n-th
+        cached = self._settings.get((spec.name, check))
+        if cached is not None and cached[0] == decision:
+            return cached[1]
+        base = chunk_settings(spec, options) if cached is None else cached[1]
+        settings = replace(base, decision=decision, check_cardinality=check)
+        self._settings[(spec.name, check)] = (decision, settings)
+        return settings
+
+    def observe(self, chunks: Iterable[EncodedChunk]) -> None:
+        """Learn from encoded chunks: adopt the decisions of analysed chunks, drop a decision
+        on drift or when it has been followed ``resample_every`` times.
+
+        Chunks without an observation (raw copies) are ignored.
+        """
+        for chunk in chunks:
+            seen = chunk.observed
+            if seen is None:
+                continue
+            key = tuple(chunk.meta_data.path_in_schema or ())
+            if seen.analysed:
+                self.num_analysed += 1
+                self._decisions[key] = seen.decision
+                self._ages[key] = 0
+                continue
+            if seen.drift:
+                self.num_drifted += 1
+                self._forget(key, seen.decision)
+                continue
+            age = self._ages.get(key, 0) + 1
+            self._ages[key] = age
+            if age >= self.resample_every:
+                self._forget(key, seen.decision)
+
+    def _forget(self, key: tuple[str, ...], followed: EncodingDecision) -> None:
+        # Only the decision the chunk followed: a newer one adopted meanwhile stays.
+        if self._decisions.get(key) == followed:
+            del self._decisions[key]
+            self._ages.pop(key, None)
 
 
 def schema_difference(data: pa.Schema, expected: pa.Schema, owner: str) -> str:
@@ -212,6 +321,7 @@ def row_group_jobs(
     options: WriteOptions,
     encryptor: FileEncryptor | None = None,
     row_group_ordinal: int = 0,
+    planner: EncodingPlanner | None = None,
 ) -> list[EncodeChunkJob]:
     """One encoding job per column of ``table`` (one row group), in schema order.
 
@@ -222,6 +332,9 @@ def row_group_jobs(
         encryptor: The file's encryption state, when the file is encrypted.
         row_group_ordinal: The ordinal the row group will have in the file (used in the
             module AADs of encrypted columns).
+        planner: The writer's encoding planner: its decisions go into the jobs' settings
+            (hand the encoded chunks to :meth:`EncodingPlanner.observe`). None analyses
+            every chunk.
 
     Returns:
         The jobs, ready for :func:`workers.jobs.run_job` or an executor.
@@ -236,7 +349,11 @@ def row_group_jobs(
         physical = to_physical(column, spec)
         jobs.append(
             EncodeChunkJob(
-                settings=chunk_settings(spec, options),
+                settings=(
+                    chunk_settings(spec, options)
+                    if planner is None
+                    else planner.settings(spec, options)
+                ),
                 values=physical.values,
                 def_levels=physical.def_levels,
                 num_rows=physical.num_rows,
@@ -257,10 +374,12 @@ def encode_row_group(
     run: Callable[[EncodeChunkJob], EncodedChunk] = run_job,
     encryptor: FileEncryptor | None = None,
     row_group_ordinal: int = 0,
+    planner: EncodingPlanner | None = None,
 ) -> list[EncodedChunk]:
     """Encode every column of ``table`` (one row group) into column chunks, in schema order.
 
-    ``encryptor`` and ``row_group_ordinal`` as in :func:`row_group_jobs`.
+    ``encryptor``, ``row_group_ordinal`` and ``planner`` as in :func:`row_group_jobs`; the
+    planner observes the chunks before they are returned.
 
     Returns:
         One encoded chunk per column.
@@ -268,5 +387,8 @@ def encode_row_group(
     Raises:
         LimitError: An encrypted file's ``row_group_ordinal`` exceeds 32767.
     """
-    jobs = row_group_jobs(table, schema, options, encryptor, row_group_ordinal)
-    return [run(job) for job in jobs]
+    jobs = row_group_jobs(table, schema, options, encryptor, row_group_ordinal, planner)
+    chunks = [run(job) for job in jobs]
+    if planner is not None:
+        planner.observe(chunks)
+    return chunks

@@ -53,7 +53,13 @@ import pyarrow as pa
 
 from streamwrite.arrow.schema import arrow_to_parquet
 from streamwrite.crypto.encryption import FileEncryption
-from streamwrite.encode import as_table, check_values, check_write_options, row_group_jobs
+from streamwrite.encode import (
+    EncodingPlanner,
+    as_table,
+    check_values,
+    check_write_options,
+    row_group_jobs,
+)
 from streamwrite.errors import ConfigError, StateError, StreamwriteIOError
 from streamwrite.io.local import fsync_directory
 from streamwrite.layout.file_writer import FileWriter
@@ -179,6 +185,7 @@ class ParquetWriter:
             else encryption._open_file([spec.name for spec in self.schema.columns])
         )
         self._writer = FileWriter(self.schema, self.options, encryptor=self._encryptor)
+        self._planner = EncodingPlanner()  # each column's encoding decided once, re-sampled
         self._failure: BaseException | None = None
         self._closed = False
         # Everything above only checks; from here on the target is touched.
@@ -242,8 +249,11 @@ class ParquetWriter:
         check_values(table, self.schema)
         try:
             for i, piece in enumerate(pieces):
-                jobs = row_group_jobs(piece, self.schema, self.options, self._encryptor, first + i)
+                jobs = row_group_jobs(
+                    piece, self.schema, self.options, self._encryptor, first + i, self._planner
+                )
                 chunks = [run_job(job) for job in jobs]
+                self._planner.observe(chunks)
                 self._target.write(self._writer.add_row_group(chunks, piece.num_rows))
         except BaseException as exc:
             if len(self._writer.row_groups) == first:

@@ -34,12 +34,12 @@ import numpy.typing as npt
 
 from streamwrite.format import structs as t
 from streamwrite.format.aad import ModuleType
-from streamwrite.format.chunk import EncodedChunk
+from streamwrite.format.chunk import ChunkObservation, EncodedChunk, EncodingDecision
 from streamwrite.format.enums import Encoding, PageType, Type
 from streamwrite.format.thrift.codec import serialize
 from streamwrite.options import ColumnOptions, DataPageVersion
 from workers.bloom import SplitBlockBloomFilter, hash_values, optimal_num_bytes
-from workers.choose import choose_encodings
+from workers.choose import apply_decision, choose_encodings
 from workers.encoding._varint import encode_uleb128
 from workers.encoding.dictionary import dictionary_encode, encode_dictionary_indices
 from workers.encoding.plain import encode_plain
@@ -84,6 +84,12 @@ class ChunkSettings:
     statistics_truncate_length: int
     dictionary_typed: bool = False
     """The Arrow column is dictionary-typed: pyarrow reads only PLAIN/dictionary pages into it."""
+    decision: EncodingDecision | None = None
+    """The encoding decided earlier for this column (the planner's), or None to analyse the
+    chunk's values (:func:`workers.choose.choose_encodings`)."""
+    check_cardinality: bool = True
+    """With a no-dictionary ``decision``: estimate the distinct count on a sample to report
+    drift towards a dictionary (the planner asks only every few chunks)."""
 
 
 def _take(values: Any, index: npt.NDArray[np.intp]) -> Any:
@@ -320,14 +326,23 @@ def encode_chunk(
         check_encoding(column.encoding, ptype, name)
     num_values = count_values(values)
     prefix = None
-    if def_levels is not None:
+    if def_levels is not None and num_values != num_rows:
+        # (Without nulls, row r holds value r: no prefix sums needed.)
         prefix = np.zeros(num_rows + 1, dtype=np.int64)
         np.cumsum(def_levels, out=prefix[1:])
     splitter = _PageSplitter(settings, prefix)
     builder = _ChunkBuilder(settings)
-    choice = choose_encodings(
-        values, ptype, column, settings.data_page_version, settings.dictionary_typed
-    )
+    num_distinct: int | None = None
+    drift = False
+    if settings.decision is None:
+        choice = choose_encodings(
+            values, ptype, column, settings.data_page_version, settings.dictionary_typed
+        )
+        num_distinct = choice.num_distinct
+    else:
+        choice, drift, num_distinct = apply_decision(
+            settings.decision, values, ptype, column, settings.check_cardinality
+        )
     fallback = choice.fallback
     truncate = settings.statistics_truncate_length
     want_stats = column.write_statistics
@@ -364,6 +379,8 @@ def encode_chunk(
             )
             index_width = max(1, (num_entries - 1).bit_length()) / 8.0
             dict_rows = num_rows if cut_value == num_values else splitter.row_of_value(cut_value)
+        num_distinct = count_values(distinct)
+        drift = drift or (settings.decision is not None and dict_rows < num_rows)  # overflowed
 
     parts: list[tuple[int, int, Encoding | None]] = []
     if dict_rows > 0:
@@ -403,11 +420,15 @@ def encode_chunk(
             stats = None
             if want_stats:
                 # A dictionary page's bounds are those of the entries it uses: far fewer values.
-                page_stats_values = (
-                    page_values
-                    if encoding is not None
-                    else _take(distinct, np.flatnonzero(np.bincount(indices[v0:v1], minlength=1)))
-                )
+                if encoding is not None:
+                    page_stats_values = page_values
+                elif r0 == 0 and r1 == dict_rows:
+                    # The one page of the dictionary part uses every entry (first-occurrence
+                    # order puts the entries of rows [0, dict_rows) first).
+                    page_stats_values = distinct[:num_entries]
+                else:
+                    used = np.flatnonzero(np.bincount(indices[v0:v1], minlength=1))
+                    page_stats_values = _take(distinct, used)
                 stats = compute_stats(
                     page_stats_values, ptype, settings.sort_order, max_size=truncate
                 )
@@ -416,9 +437,20 @@ def encode_chunk(
                 page, page_encoding, r0, stats, (r1 - r0) - (v1 - v0), v1 - v0, byte_array_size
             )
 
-    # Chunk bounds: over the distinct values when the dictionary covers the whole chunk.
+    # Chunk bounds: over the distinct values when the dictionary covers the whole chunk; a
+    # chunk of one data page has that page's bounds (computed over the same values).
     stats_values = distinct if dict_rows == num_rows and distinct is not None else values
-    return _finish(settings, builder, values, stats_values, num_rows, num_values, distinct, crypto)
+    decision = settings.decision
+    observed = ChunkObservation(
+        decision=choice.decision if decision is None else decision,
+        analysed=decision is None,
+        drift=drift,
+        num_values=num_values,
+        num_distinct=num_distinct,
+    )
+    return _finish(
+        settings, builder, values, stats_values, num_rows, num_values, distinct, crypto, observed
+    )
 
 
 def _finish(
@@ -430,14 +462,22 @@ def _finish(
     num_values: int,
     distinct: Any,
     crypto: ChunkCrypto | None,
+    observed: ChunkObservation,
 ) -> EncodedChunk:
     ptype = settings.physical_type
     null_count = num_rows - num_values
     statistics = None
     if settings.column.write_statistics:
-        chunk_stats = compute_stats(
-            stats_values, ptype, settings.sort_order, max_size=settings.statistics_truncate_length
-        )
+        page_stats = builder.page_stats
+        if len(page_stats) == 1 and page_stats[0] is not None:
+            chunk_stats = page_stats[0]
+        else:
+            chunk_stats = compute_stats(
+                stats_values,
+                ptype,
+                settings.sort_order,
+                max_size=settings.statistics_truncate_length,
+            )
         statistics = _statistics(chunk_stats, null_count)
     optional = settings.max_definition_level > 0
     is_byte_array = ptype == Type.BYTE_ARRAY
@@ -489,6 +529,7 @@ def _finish(
         column_index=column_index,
         offset_index=offset_index,
         bloom_filter=bloom,
+        observed=observed,
     )
 
 

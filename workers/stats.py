@@ -209,8 +209,23 @@ def _float_stats(arr: npt.NDArray[Any], dtype: str) -> ValueStats:
 
 
 def _binary_min_max(values: BinaryValues) -> tuple[bytes, bytes]:
-    """Unsigned lexicographic min/max via Arrow over a zero-copy large_binary view."""
-    offsets = np.ascontiguousarray(values.offsets, dtype=np.int64)
+    """Unsigned lexicographic min/max: values of one length (ids, codes, symbols) as rows of
+    big-endian words in numpy; otherwise via Arrow over a zero-copy large_binary view."""
+    offsets = values.offsets
+    lengths = np.diff(offsets)
+    width = int(lengths[0])
+    if width and int(lengths.min()) == width == int(lengths.max()):
+        start, stop = int(offsets[0]), int(offsets[-1])
+        rows = values.data[start:stop].reshape(-1, width)  # values of one length are adjacent
+        if width % 8:  # zero padding at the end keeps the order of values of one length
+            padded = np.zeros((rows.shape[0], width + 8 - width % 8), dtype=np.uint8)
+            padded[:, :width] = rows
+            words = padded.view(">u8")
+        else:
+            words = rows.view(">u8")  # big-endian words compare as the bytes do
+        lo_i, hi_i = _word_extreme(words, np.argmin), _word_extreme(words, np.argmax)
+        return rows[lo_i].tobytes(), rows[hi_i].tobytes()
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     data = np.ascontiguousarray(values.data)
     if data.shape[0] == 0:
         data = np.zeros(1, dtype=np.uint8)  # Arrow wants a buffer even for all-empty values
@@ -264,10 +279,13 @@ def _lex_extreme(keys: npt.NDArray[np.uint8], pick: Callable[[npt.NDArray[Any]],
     Works 8 bytes at a time as big-endian uint64 words, keeping only the rows tied so far.
     """
     n, width = keys.shape
-    padded_width = max(-(-width // 8) * 8, 8)
-    padded = np.zeros((n, padded_width), dtype=np.uint8)
-    padded[:, :width] = keys
-    words = padded.view(">u8")
+    if width and width % 8 == 0 and keys.strides[1] == 1:
+        words = keys.view(">u8")  # rows already whole words: no copy
+    else:
+        padded_width = max(-(-width // 8) * 8, 8)
+        padded = np.zeros((n, padded_width), dtype=np.uint8)
+        padded[:, :width] = keys
+        words = padded.view(">u8")
     candidates = np.arange(n)
     for k in range(words.shape[1]):
         column = words[candidates, k]
@@ -275,6 +293,21 @@ def _lex_extreme(keys: npt.NDArray[np.uint8], pick: Callable[[npt.NDArray[Any]],
         if candidates.shape[0] == 1:
             break
     return int(candidates[0])
+
+
+def _word_extreme(words: npt.NDArray[Any], arg: Callable[[npt.NDArray[Any]], Any]) -> int:
+    """Row index of the smallest/largest row of big-endian words (``arg`` is argmin/argmax):
+    the first word decides unless rows tie on it (then only the tied rows go on)."""
+    first = words[:, 0]
+    best = int(arg(first))
+    if words.shape[1] == 1:
+        return best
+    tied = np.flatnonzero(first == first[best])
+    if tied.shape[0] == 1:
+        return best
+    rest = words[tied, 1:]
+    order = np.lexsort(rest.T[::-1])  # ascending by the remaining words, first word first
+    return int(tied[order[0] if arg is np.argmin else order[-1]])
 
 
 def _lex_argmin(keys: npt.NDArray[np.uint8]) -> int:
@@ -348,6 +381,8 @@ def boundary_order(
     pages = [(a, b) for a, b in zip(mins, maxs, strict=True) if a is not None and b is not None]
     if not pages:
         return BoundaryOrder.UNORDERED
+    if len(pages) == 1:
+        return BoundaryOrder.ASCENDING  # one page is in order (no pair to compare)
     lo = [decode_stat(a, order, physical_type) for a, _ in pages]
     hi = [decode_stat(b, order, physical_type) for _, b in pages]
     pairs = [*itertools.pairwise(lo), *itertools.pairwise(hi)]

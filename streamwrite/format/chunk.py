@@ -18,6 +18,13 @@ included. An encrypted column's pages and bloom filter arrive sealed; its Column
 page index stay plaintext here because their offsets change on placement (the file writer
 seals them once they are final).
 
+Encoding decisions travel both ways as small frozen values: an :class:`EncodingDecision`
+(dictionary or not, and the encoding of the values the dictionary does not cover) goes into a
+job's settings, made once by the shell's planner (``streamwrite.encode.EncodingPlanner``)
+instead of by sampling every chunk; the chunk comes back with a :class:`ChunkObservation` of
+what its values looked like (the decision it took, the distinct count it saw), from which the
+planner adopts a first decision or notices drift.
+
 The encoder's settings (``workers.chunk.ChunkSettings``) stay in ring 2: they hold a
 :class:`streamwrite.options.ColumnOptions`, and ``options`` ranks above ``format``.
 """
@@ -27,8 +34,49 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from streamwrite.format import structs as t
+from streamwrite.format.enums import Encoding
 
-__all__ = ["EncodedChunk"]
+__all__ = ["ChunkObservation", "EncodedChunk", "EncodingDecision"]
+
+
+@dataclass(frozen=True, slots=True)
+class EncodingDecision:
+    """How a column's chunks are encoded, decided once and reused (picklable).
+
+    Attributes:
+        use_dictionary: Dictionary-encode the chunk (PLAIN dictionary page + RLE_DICTIONARY
+            indices); the chunk still drops the dictionary when its own distinct count shows
+            it would not pay off (and reports that as drift).
+        fallback: The encoding of the values the dictionary does not cover (all of them when
+            ``use_dictionary`` is False).
+    """
+
+    use_dictionary: bool
+    fallback: Encoding
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkObservation:
+    """What an encoded chunk saw of its values, for the planner that decides its encodings.
+
+    Attributes:
+        decision: The decision the chunk was encoded with: the one it was given, or the one
+            its own full analysis made (``analysed``).
+        analysed: True when the chunk made ``decision`` itself from its values (no decision
+            was given); the planner adopts it.
+        drift: The values contradict the decision given: a dictionary that did not pay off or
+            overflowed its page limit, integers encoded DELTA_BINARY_PACKED that decrease, or a
+            sample of a non-dictionary column with few distinct values. The planner decides
+            afresh on the next chunk.
+        num_values: Non-null values in the chunk.
+        num_distinct: Distinct values, when the chunk hashed them all (None otherwise).
+    """
+
+    decision: EncodingDecision
+    analysed: bool
+    drift: bool
+    num_values: int
+    num_distinct: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +90,8 @@ class EncodedChunk:
         offset_index: The chunk's OffsetIndex (page offsets relative to ``data[0]``), or None.
         bloom_filter: The serialized bloom filter, or None; the file writer places it after
             the row group's chunks.
+        observed: What the encoder saw of the values (None for chunks not encoded from
+            values, such as raw copies); not part of the file.
     """
 
     data: bytes
@@ -49,3 +99,4 @@ class EncodedChunk:
     column_index: t.ColumnIndex | None
     offset_index: t.OffsetIndex | None
     bloom_filter: bytes | None
+    observed: ChunkObservation | None = None

@@ -232,6 +232,7 @@ class _Worker:
                     chunk.column_index,
                     chunk.offset_index,
                     chunk.bloom_filter,
+                    chunk.observed,
                 ),
                 -1,
                 reply.encode_seconds,

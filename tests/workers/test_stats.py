@@ -137,6 +137,39 @@ def test_byte_array_matches_reference(values: list[bytes], order: SortOrder) -> 
         assert_same(compute_stats(sub, ptype, order), reference(sub, ptype, order), order, ptype)
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 24), st.data())
+def test_byte_array_of_one_length_matches_reference(width: int, data: st.DataObject) -> None:
+    # Values of one length take the numpy path (rows of big-endian words), others Arrow's.
+    byte = st.sampled_from([0, 1, 0x7F, 0x80, 0xFF]) | st.integers(0, 255)
+    rows = data.draw(st.lists(st.lists(byte, min_size=width, max_size=width), max_size=40))
+    values = [bytes(row) for row in rows]
+    bv = BinaryValues.from_pylist(values)
+    order, ptype = SortOrder.UNSIGNED_BYTES, Type.BYTE_ARRAY
+    assert_same(compute_stats(bv, ptype, order), reference(bv, ptype, order), order, ptype)
+    if len(values) > 2:  # a slice with a non-zero first offset
+        sub = bv[1:]
+        assert_same(compute_stats(sub, ptype, order), reference(sub, ptype, order), order, ptype)
+    truncated = compute_stats(bv, ptype, order, max_size=5)
+    whole = reference(bv, ptype, order)
+    if whole.min_value is not None and whole.max_value is not None:
+        assert truncated.min_value == whole.min_value[:5]
+        assert truncated.is_min_value_exact == (width <= 5)
+
+
+@pytest.mark.parametrize("width", [8, 16, 24])
+def test_byte_array_of_one_length_ties_on_the_first_word(width: int) -> None:
+    prefix = b"\x80" * 8
+    tails = [b"\x05", b"\x01", b"\xff", b"\x01", b"\x00"]
+    values = [prefix + tail * (width - 8) for tail in tails] + [b"\x7f" * width]
+    if width == 8:
+        values = [b"\x80" * 8, b"\x80" * 8, b"\x7f" * 8]
+    bv = BinaryValues.from_pylist(values)
+    order, ptype = SortOrder.UNSIGNED_BYTES, Type.BYTE_ARRAY
+    assert compute_stats(bv, ptype, order) == reference(bv, ptype, order)
+    assert compute_stats(bv[:-1], ptype, order) == reference(bv[:-1], ptype, order)
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.integers(0, 20), st.data(), st.sampled_from(list(SortOrder)[4:6]))
 def test_fixed_len_matches_reference(width: int, data: st.DataObject, order: SortOrder) -> None:
