@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -9,6 +11,7 @@ from hypothesis import strategies as st
 from streamwrite.errors import FormatError, LimitError
 from streamwrite.testing.strategies import byte_array_lists, int_lists
 from tests.workers._encoding_helpers import assert_rejects_or_decodes, pyarrow_file
+from workers.encoding._varint import read_uleb128
 from workers.encoding.delta_binary_packed import (
     decode_delta_binary_packed,
     decode_delta_binary_packed_reference,
@@ -182,3 +185,75 @@ def test_byte_array_encodings_match_pyarrow() -> None:
     fixed = rng.integers(0, 3, size=(2000, 4), dtype=np.uint8)
     fixed_array = pa.array([bytes(row) for row in fixed], pa.binary(4))
     assert encode_delta_byte_array(fixed) in pyarrow_file(fixed_array, "DELTA_BYTE_ARRAY")
+
+
+def _deltas_of_width(width: int, count: int, rng: np.random.Generator) -> list[int]:
+    """``count`` int64 values whose deltas minus their minimum need exactly ``width`` bits."""
+    top = (1 << width) - 1
+    rel = [int(x) for x in rng.integers(0, 1 << max(width - 1, 0), size=count, dtype=np.uint64)]
+    rel[count // 2] = top  # one delta at the top of the width
+    values = [int(rng.integers(-(1 << 62), 1 << 62))]
+    base = int(rng.integers(-(1 << 63), 1 << 63))
+    for r in rel:
+        x = (values[-1] + base + r) & ((1 << 64) - 1)
+        values.append(x - (1 << 64) if x >> 63 else x)
+    return values
+
+
+@pytest.mark.parametrize("width", range(65))
+def test_delta_binary_packed_every_bit_width(width: int) -> None:
+    # Miniblocks of each width 0..64 (65..64 straddle a ninth byte when unaligned), behind a
+    # miniblock of another width so that the packed data starts at every bit offset.
+    rng = np.random.default_rng(width)
+    values = _deltas_of_width(width, 300, rng) + _deltas_of_width(max(width - 3, 0), 200, rng)
+    for shape in ((128, 4), (256, 4), (8, 1), (64, 2)):
+        encoded = encode_delta_binary_packed_reference(values, 64, *shape)
+        decoded, used = decode_delta_binary_packed(encoded + b"\xff", np.int64, len(values))
+        assert decoded.tolist() == values and used == len(encoded)
+        assert encode_delta_binary_packed(np.array(values, dtype=np.int64), *shape) == encoded
+    narrow = [((v & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000 for v in values]
+    if width <= 32:
+        encoded = encode_delta_binary_packed_reference(narrow, 32)
+        decoded32, _ = decode_delta_binary_packed(encoded, np.int32, len(narrow))
+        assert decoded32.tolist() == narrow
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_delta_binary_packed_extremes(dtype: type[np.signedinteger[Any]]) -> None:
+    # Deltas of max - min and min - max wrap; the min delta's zigzag varint takes 10 bytes
+    # (int64) and the bit width is the full type width.
+    info = np.iinfo(dtype)
+    bits = np.dtype(dtype).itemsize * 8
+    cases = [
+        [],
+        [int(info.min)],
+        [int(info.max)],
+        [int(info.min), int(info.max)] * 70,
+        [int(info.max), int(info.min)] * 70 + [0],
+        [0, int(info.max), int(info.min), -1, 1] * 60,
+    ]
+    for values in cases:
+        array = np.array(values, dtype=dtype)
+        encoded = encode_delta_binary_packed(array)
+        assert encoded == encode_delta_binary_packed_reference(values, bits)
+        decoded, used = decode_delta_binary_packed(encoded, dtype, len(values))
+        assert decoded.tolist() == values and used == len(encoded)
+
+
+def test_delta_binary_packed_rejects_bad_headers() -> None:
+    values = np.arange(0, 3000, 7, dtype=np.int64)
+    encoded = bytearray(encode_delta_binary_packed(values))
+    header = 0
+    for _ in range(4):  # block size, miniblocks, count, first value
+        _, header = read_uleb128(bytes(encoded), header)
+    too_wide = bytearray(encoded)
+    too_wide[header + 1] = 65  # first block: min delta 7 is one varint byte, then the widths
+    with pytest.raises(FormatError, match="bit width 65"):
+        decode_delta_binary_packed(bytes(too_wide) + bytes(4000), np.int64, len(values))
+    with pytest.raises(FormatError, match="truncated"):
+        decode_delta_binary_packed(bytes(too_wide), np.int64, len(values))
+    long_varint = bytearray(encoded[:header]) + b"\x80" * 11 + bytes(encoded[header + 1 :])
+    with pytest.raises(FormatError, match="longer than 10 bytes"):
+        decode_delta_binary_packed(bytes(long_varint) + bytes(4000), np.int64, len(values))
+    with pytest.raises(FormatError, match=r"truncated|ends before|cannot hold"):
+        decode_delta_binary_packed(bytes(encoded[:-1]), np.int64, len(values))
