@@ -257,3 +257,21 @@ def test_delta_binary_packed_rejects_bad_headers() -> None:
         decode_delta_binary_packed(bytes(long_varint) + bytes(4000), np.int64, len(values))
     with pytest.raises(FormatError, match=r"truncated|ends before|cannot hold"):
         decode_delta_binary_packed(bytes(encoded[:-1]), np.int64, len(values))
+
+
+def test_delta_byte_array_prefixes_at_word_boundaries() -> None:
+    # Shared prefixes of every length around the 8-byte words the encoder compares (and past
+    # its word-by-word rounds), against values that are shorter, equal, longer or empty.
+    rng = np.random.default_rng(11)
+    values: list[bytes] = [b""]
+    for shared in [*range(0, 42), 63, 64, 65, 200, 1000]:
+        stem = bytes(rng.integers(0, 256, size=shared, dtype=np.uint8))
+        for tail in (b"", b"\x00", b"\x01\x02", bytes(range(9)), bytes(30)):
+            values += [stem + tail, stem + bytes([255]) + tail, stem, b"", stem + tail + tail]
+    values += [b"q" * 5000, b"q" * 5000, b"q" * 4999 + b"r", b""]
+    for chunk in (values, values[1:], values[::-1]):
+        encoded = encode_delta_byte_array(BinaryValues.from_pylist(chunk))
+        assert encoded == encode_delta_byte_array_reference(chunk)
+        decoded, used = decode_delta_byte_array(encoded, len(chunk))
+        assert isinstance(decoded, BinaryValues)
+        assert decoded.to_pylist() == chunk and used == len(encoded)

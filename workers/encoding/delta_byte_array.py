@@ -12,16 +12,18 @@ Example: "axis", "axle", "babble", "babyhood" -> DeltaEncoding(0, 2, 0, 3),
 DeltaEncoding(4, 2, 6, 5), "axislebabbleyhood". FIXED_LEN_BYTE_ARRAY values store every
 length too.
 
-Encoding compares each value with the previous one over their common length, in chunks of a few
-million byte pairs. Decoding places the suffix bytes directly and resolves prefix bytes, which may
-chain back through many values, by pointer doubling (``log2`` of the longest chain passes over the
-prefix bytes).
+Encoding compares each value with the previous one 8 bytes at a time (the XOR of two unaligned
+uint64 loads; its lowest set bit marks the first differing byte), word by word for the few pairs
+still equal, then copies the suffixes out with one Arrow ``take``. Decoding places the suffix
+bytes directly and resolves prefix bytes, which may chain back through many values, by pointer
+doubling (``log2`` of the longest chain passes over the prefix bytes).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
 
 from streamwrite.errors import ConfigError, FormatError, LimitError
 from workers.encoding._varint import Buffer, as_uint8
@@ -34,7 +36,6 @@ from workers.encoding.delta_binary_packed import (
 from workers.encoding.delta_length_byte_array import (
     decode_delta_length_byte_array,
     decode_delta_length_byte_array_reference,
-    encode_delta_length_byte_array,
     encode_delta_length_byte_array_reference,
 )
 from workers.values import BinaryValues
@@ -50,7 +51,9 @@ __all__ = [
 MAX_DECODED_SIZE = 1 << 31
 """Decoded bytes one call may produce: prefixes let a few input bytes declare huge values."""
 
-_CHUNK = 1 << 22
+_CHUNK = 1 << 20  # words compared per numpy pass in _finish_long
+_WORD_ROUNDS = 4
+_MAX_LENGTH = (1 << 31) - 1
 
 
 def _as_binary(values: BinaryValues | npt.NDArray[np.uint8]) -> BinaryValues:
@@ -64,38 +67,110 @@ def _as_binary(values: BinaryValues | npt.NDArray[np.uint8]) -> BinaryValues:
     return BinaryValues(offsets, np.ascontiguousarray(arr).reshape(-1))
 
 
+def _load_words(
+    words: npt.NDArray[np.uint64], byte_offsets: npt.NDArray[np.int64]
+) -> npt.NDArray[np.uint64]:
+    """The 8 little-endian bytes at each byte offset of the stream held in aligned ``words``
+    (two aligned gathers, shifted and OR-ed; numpy shifts by 64 give 0)."""
+    index = byte_offsets >> 3
+    shift = ((byte_offsets & 7) << 3).view(np.uint64)
+    low = np.take(words, index)
+    low >>= shift
+    index += 1
+    high = np.take(words, index)
+    high <<= np.uint64(64) - shift
+    low |= high
+    return low
+
+
+def _equal_bytes(
+    words: npt.NDArray[np.uint64],
+    cur: npt.NDArray[np.int64],
+    prev: npt.NDArray[np.int64],
+    limit: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """Leading equal bytes of the 8-byte words at ``cur`` and ``prev`` (at most ``limit``), and
+    whether all 8 bytes were equal and more than 8 remain to compare."""
+    diff = _load_words(words, cur)
+    diff ^= _load_words(words, prev)
+    lowest = diff & (~diff + np.uint64(1))  # the lowest differing bit alone (0 if none)
+    _, exponent = np.frexp(lowest.astype(np.float64))  # exact: a power of two
+    equal = np.where(diff == 0, 8, (exponent - 1) >> 3).astype(np.int64)
+    return np.minimum(equal, limit), (diff == 0) & (limit > 8)
+
+
 def _prefix_lengths(values: BinaryValues) -> npt.NDArray[np.int64]:
-    """Length of the prefix each value shares with the previous one (0 for the first)."""
+    """Length of the prefix each value shares with the previous one (0 for the first).
+
+    Compares 8 bytes at a time: the XOR of the two values' next words, whose lowest set bit
+    gives the first differing byte. Pairs whose first 8 bytes are equal go on word by word
+    (fewer each round); pairs still equal after :data:`_WORD_ROUNDS` words are finished by one
+    flat comparison of all their remaining words, in chunks.
+    """
     n = len(values)
     prefix = np.zeros(n, dtype=np.int64)
     if n < 2:
         return prefix
-    starts = values.offsets[:-1]
+    base = int(values.offsets[0])
+    size = int(values.offsets[-1]) - base
+    words = np.zeros(size // 8 + 2, dtype=np.uint64)
+    words.view(np.uint8)[:size] = values.data[base : base + size]
+    starts = values.offsets[:-1] - base
     lengths = values.lengths
     common = np.minimum(lengths[1:], lengths[:-1])
-    ends = np.cumsum(common)
-    begin = 0
-    while begin < n - 1:
-        limit = (int(ends[begin - 1]) if begin else 0) + _CHUNK
-        stop = min(max(begin + 1, int(np.searchsorted(ends, limit, "right"))), n - 1)
-        span = common[begin:stop]
-        total = int(span.sum())
-        result = span.copy()
-        if total:
-            owner = np.repeat(np.arange(stop - begin), span)
-            seg = np.cumsum(span) - span
-            j = np.arange(total, dtype=np.int64) - seg[owner]
-            cur = values.data[starts[begin + 1 : stop + 1][owner] + j]
-            prev = values.data[starts[begin:stop][owner] + j]
-            mismatch = np.flatnonzero(cur != prev)
-            if mismatch.size:
-                who = owner[mismatch]
-                first = np.ones(who.shape[0], dtype=np.bool_)
-                first[1:] = who[1:] != who[:-1]
-                result[who[first]] = j[mismatch[first]]
-        prefix[begin + 1 : stop + 1] = result
-        begin = stop
+    who = np.flatnonzero(common)
+    cur = starts[1:][who]
+    prev = starts[:-1][who]
+    limit = common[who]
+    done = 0
+    for _ in range(_WORD_ROUNDS):
+        equal, more = _equal_bytes(words, cur, prev, limit)
+        prefix[who + 1] = done + equal
+        if not more.any():
+            return prefix
+        who, cur, prev, limit = who[more], cur[more] + 8, prev[more] + 8, limit[more] - 8
+        done += 8
+    _finish_long(words, prefix, who, cur, prev, limit, done)
     return prefix
+
+
+def _finish_long(
+    words: npt.NDArray[np.uint64],
+    prefix: npt.NDArray[np.int64],
+    who: npt.NDArray[np.int64],
+    cur: npt.NDArray[np.int64],
+    prev: npt.NDArray[np.int64],
+    limit: npt.NDArray[np.int64],
+    done: int,
+) -> None:
+    """Finish the pairs ``who`` (``done`` bytes equal so far, ``limit`` left to compare) with
+    every remaining word at once, about :data:`_CHUNK` words per numpy pass."""
+    num_words = (limit + 7) >> 3
+    ends = np.cumsum(num_words)
+    begin = 0
+    count = int(who.shape[0])
+    while begin < count:
+        stop = int(np.searchsorted(ends, (int(ends[begin - 1]) if begin else 0) + _CHUNK, "right"))
+        stop = min(max(begin + 1, stop), count)
+        span = num_words[begin:stop]
+        owner = np.repeat(np.arange(stop - begin), span)
+        step = (np.arange(int(span.sum()), dtype=np.int64) - (np.cumsum(span) - span)[owner]) << 3
+        equal, _ = _equal_bytes(
+            words,
+            cur[begin:stop][owner] + step,
+            prev[begin:stop][owner] + step,
+            limit[begin:stop][owner] - step,
+        )
+        # The first word of each pair that is not all equal ends its prefix; else the limit.
+        result = done + limit[begin:stop]
+        short = np.flatnonzero(equal < np.minimum(limit[begin:stop][owner] - step, 8))
+        if short.size:
+            first = np.ones(short.shape[0], dtype=np.bool_)
+            first[1:] = owner[short[1:]] != owner[short[:-1]]
+            hit = short[first]
+            result[owner[hit]] = done + step[hit] + equal[hit]
+        prefix[who[begin:stop] + 1] = result
+        begin = stop
 
 
 def _range_mask(
@@ -121,17 +196,38 @@ def encode_delta_byte_array(values: BinaryValues | npt.NDArray[np.uint8]) -> byt
         ConfigError: for another array shape, or values of 2**31 bytes or longer.
     """
     bv = _as_binary(values)
+    n = len(bv)
+    lengths = bv.lengths
+    if n and int(lengths.max()) > _MAX_LENGTH:
+        raise ConfigError(f"A BYTE_ARRAY value of {int(lengths.max())} bytes exceeds 2**31 - 1.")
     prefix = _prefix_lengths(bv)
-    base = int(bv.offsets[0])
-    total = bv.total_size
-    starts = bv.offsets[:-1] - base
-    has = prefix > 0
-    in_prefix = _range_mask(total, starts[has], prefix[has])
-    suffix_data = bv.data[base : base + total][~in_prefix]
-    suffix_offsets = np.zeros(len(bv) + 1, dtype=np.int64)
-    np.cumsum(bv.lengths - prefix, out=suffix_offsets[1:])
-    head = encode_delta_binary_packed(prefix.astype(np.int32))
-    return head + encode_delta_length_byte_array(BinaryValues(suffix_offsets, suffix_data))
+    suffixes = _suffix_bytes(bv, prefix)
+    prefix_head = encode_delta_binary_packed(prefix.astype(np.int32))
+    length_head = encode_delta_binary_packed((lengths - prefix).astype(np.int32))
+    return b"".join((prefix_head, length_head, suffixes))
+
+
+def _suffix_bytes(values: BinaryValues, prefix: npt.NDArray[np.int64]) -> memoryview:
+    """Every value's bytes after its shared prefix, concatenated.
+
+    The values' bytes are cut into 2n contiguous pieces (prefix, suffix, prefix, ...) described
+    by one Arrow offsets array; Arrow's ``take`` of the odd pieces copies the suffixes in C (a
+    numpy mask over every byte costs several passes more).
+    """
+    n = len(values)
+    if not n or not bool(prefix.any()):
+        base, end = int(values.offsets[0]), int(values.offsets[-1])
+        return values.data[base:end].data
+    pieces = np.empty(2 * n + 1, dtype=np.int64)
+    pieces[0::2] = values.offsets
+    pieces[1::2] = values.offsets[:-1] + prefix
+    cut = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), 2 * n, [None, pa.py_buffer(pieces), pa.py_buffer(values.data)]
+    )
+    taken = cut.take(pa.array(np.arange(1, 2 * n, 2, dtype=np.int64)))
+    offsets_buf, data_buf = taken.buffers()[1:]
+    offsets = np.frombuffer(offsets_buf, dtype=np.int64)[taken.offset : taken.offset + n + 1]
+    return memoryview(data_buf)[int(offsets[0]) : int(offsets[-1])]
 
 
 def decode_delta_byte_array(
