@@ -170,6 +170,7 @@ def test_delta_binary_packed_matches_pyarrow(n: int) -> None:
             raw = pyarrow_file(pa.array(column), "DELTA_BINARY_PACKED")
             # parquet-cpp uses 128-value blocks for INT32 and 256-value blocks for INT64.
             assert encode_delta_binary_packed(column, block, 4) in raw
+            assert encode_delta_binary_packed(column) in raw  # the default block is pyarrow's
 
 
 def test_byte_array_encodings_match_pyarrow() -> None:
@@ -234,8 +235,8 @@ def test_delta_binary_packed_extremes(dtype: type[np.signedinteger[Any]]) -> Non
     ]
     for values in cases:
         array = np.array(values, dtype=dtype)
-        encoded = encode_delta_binary_packed(array)
-        assert encoded == encode_delta_binary_packed_reference(values, bits)
+        encoded = encode_delta_binary_packed(array)  # parquet-cpp's blocks: 128 or 256 values
+        assert encoded == encode_delta_binary_packed_reference(values, bits, 4 * bits)
         decoded, used = decode_delta_binary_packed(encoded, dtype, len(values))
         assert decoded.tolist() == values and used == len(encoded)
 

@@ -14,9 +14,18 @@ the previous block); there are ``total value count - 1`` of them. In the last bl
 holding no delta have bit width 0 and no bytes. All arithmetic wraps, done in the unsigned domain
 (uint32 for INT32, uint64 for INT64), so the extreme values round trip.
 
-The encoder matches parquet-cpp (pyarrow) byte for byte with the default 128 values per block
-and 4 miniblocks. It also accepts other block shapes whose miniblocks hold a multiple of 8 values
-(the spec's examples use blocks of 8); the decoder accepts the same, up to 2**20 values a block.
+The encoder matches parquet-cpp (pyarrow) byte for byte with its defaults: 4 miniblocks of
+blocks of 128 values for INT32 and 256 values for INT64 (fewer block headers to write and
+read, and about 1% smaller). It also accepts other block shapes whose miniblocks hold a multiple
+of 8 values (the spec's examples use blocks of 8); the decoder accepts the same, up to 2**20
+values a block.
+
+Encoding is width-agnostic, without a loop over bit widths: the whole output is laid out as
+fields in file order, one row per block (min delta varint as two little-endian integers, the
+bit widths, the deltas minus the block's min), each with its bit count; a cumulative sum gives
+every field's bit offset, and the fields are added (their bits are disjoint, so adding is
+OR-ing) into uint64 words, low part into the word holding their first bit and high part into
+the next one, by ``np.add.at``.
 
 Decoding walks the block headers with one Python step per block (a block's size depends on its
 varint and widths), then works on all values at once: the min delta varints are decoded as a
@@ -33,13 +42,11 @@ import numpy as np
 import numpy.typing as npt
 
 from streamwrite.errors import ConfigError, FormatError
-from workers.encoding._bitpack import pack_uint
 from workers.encoding._varint import (
     Buffer,
     as_uint8,
     bit_length_array,
     encode_uleb128,
-    encode_uleb128_array,
     read_uleb128,
     read_zigzag,
     zigzag_encode,
@@ -56,6 +63,9 @@ _MASK64 = (1 << 64) - 1
 _MAX_BLOCK_SIZE = 1 << 20
 _MAX_VALUES = (1 << 31) - 1
 _UNPACK_VALUES = 1 << 16
+_SEVENS = np.arange(0, 70, 7, dtype=np.uint64)
+_EIGHTS = np.arange(0, 64, 8, dtype=np.uint64)
+_TEN = np.arange(10)
 
 
 def _check_shape(block_size: int, num_miniblocks: int, error: type[Exception]) -> int:
@@ -85,14 +95,15 @@ def _int_dtypes(
 
 def encode_delta_binary_packed(
     values: npt.NDArray[np.int32] | npt.NDArray[np.int64],
-    block_size: int = 128,
+    block_size: int | None = None,
     num_miniblocks: int = 4,
 ) -> bytes:
     """Encode int32 or int64 values with DELTA_BINARY_PACKED.
 
     Args:
         values: the values.
-        block_size: values per block (the spec requires a multiple of 128 in files).
+        block_size: values per block (the spec requires a multiple of 128 in files); ``None``
+            uses parquet-cpp's choice, 128 for int32 and 256 for int64.
         num_miniblocks: miniblocks per block (the spec requires multiples of 32 values in each).
 
     Returns:
@@ -104,6 +115,8 @@ def encode_delta_binary_packed(
     """
     arr = np.asarray(values)
     signed, unsigned = _int_dtypes(arr.dtype)
+    if block_size is None:
+        block_size = 256 if signed is np.int64 else 128
     miniblock_size = _check_shape(block_size, num_miniblocks, ConfigError)
     v = np.ascontiguousarray(arr, dtype=signed).reshape(-1)
     n = int(v.shape[0])
@@ -120,39 +133,76 @@ def encode_delta_binary_packed(
     u = v.view(unsigned)
     num_deltas = n - 1
     num_blocks = -(-num_deltas // block_size)
-    padded = np.full(num_blocks * block_size, np.iinfo(signed).max, dtype=signed)
-    padded[:num_deltas] = (u[1:] - u[:-1]).view(signed)
-    mins = padded.reshape(num_blocks, block_size).min(axis=1)
-    rel = padded.view(unsigned).reshape(num_blocks, block_size) - mins.view(unsigned)[:, None]
+    m = num_miniblocks
+    deltas = np.empty(num_blocks * block_size, dtype=unsigned)
+    np.subtract(u[1:], u[:-1], out=deltas[:num_deltas])
+    deltas[num_deltas:] = deltas[(num_blocks - 1) * block_size]  # a real delta: min unchanged
+    mins = deltas.view(signed).reshape(num_blocks, block_size).min(axis=1)
+    rel = deltas.reshape(num_blocks, block_size)
+    rel -= mins.view(unsigned)[:, None]
     rel.reshape(-1)[num_deltas:] = 0
-    rel_mb = rel.reshape(num_blocks * num_miniblocks, miniblock_size)
-    widths = bit_length_array(rel_mb.max(axis=1))
-
+    widths = bit_length_array(rel.reshape(num_blocks * m, miniblock_size).max(axis=1))
     mins64 = mins.astype(np.int64)
-    zigzag = ((mins64 << 1) ^ (mins64 >> 63)).view(np.uint64)
-    min_bytes, min_lens = encode_uleb128_array(zigzag)
-    data_sizes = (widths * (miniblock_size // 8)).reshape(num_blocks, num_miniblocks)
-    block_sizes = min_lens + num_miniblocks + data_sizes.sum(axis=1)
-    block_starts = len(header) + np.concatenate(([0], np.cumsum(block_sizes)[:-1]))
-    out = np.empty(len(header) + int(block_sizes.sum()), dtype=np.uint8)
+    low, high, varint_size = _varint_fields(((mins64 << 1) ^ (mins64 >> 63)).view(np.uint64))
+    # The whole encoding as fields in file order, one row per block: the min delta varint
+    # (bytes 0-7, then 8-9), the m bit widths, the block_size deltas; values and bit counts.
+    row = 2 + m + block_size
+    fields = np.empty((num_blocks, row), dtype=np.uint64)
+    fields[:, 0] = low
+    fields[:, 1] = high
+    fields[:, 2 : 2 + m] = widths.reshape(num_blocks, m)
+    fields[:, 2 + m :] = rel
+    bits = np.empty((num_blocks, row), dtype=np.int64)
+    bits[:, 0] = 8 * np.minimum(varint_size, 8)
+    bits[:, 1] = 8 * varint_size - bits[:, 0]
+    bits[:, 2 : 2 + m] = 8
+    bits[:, 2 + m :].reshape(num_blocks, m, miniblock_size)[...] = widths.reshape(num_blocks, m, 1)
+    offsets = np.cumsum(bits.reshape(-1))
+    size = len(header) + int(offsets[-1]) // 8
+    offsets -= bits.reshape(-1)
+    offsets += 8 * len(header)
+    words = np.zeros(size // 8 + 2, dtype="<u8")
+    _pack_fields(words, offsets, fields.reshape(-1))
+    out = words.view(np.uint8)
     out[: len(header)] = np.frombuffer(header, dtype=np.uint8)
-    min_starts = np.concatenate(([0], np.cumsum(min_lens)[:-1]))
-    within = np.arange(min_bytes.shape[0], dtype=np.int64) - np.repeat(min_starts, min_lens)
-    out[np.repeat(block_starts, min_lens) + within] = min_bytes
-    width_starts = block_starts + min_lens
-    width_pos = width_starts[:, None] + np.arange(num_miniblocks, dtype=np.int64)
-    out[width_pos] = widths.reshape(num_blocks, num_miniblocks).astype(np.uint8)
-    data_starts = (
-        (width_starts + num_miniblocks)[:, None] + np.cumsum(data_sizes, axis=1) - data_sizes
-    )
-    data_starts = data_starts.reshape(-1)
-    for width in np.unique(widths[widths > 0]).tolist():
-        rows = np.flatnonzero(widths == width)
-        packed = pack_uint(rel_mb[rows].reshape(-1), width)
-        row_bytes = width * miniblock_size // 8
-        dst = data_starts[rows][:, None] + np.arange(row_bytes, dtype=np.int64)
-        out[dst] = packed.reshape(rows.shape[0], row_bytes)
-    return out.tobytes()
+    return out[:size].tobytes()
+
+
+def _varint_fields(
+    values: npt.NDArray[np.uint64],
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64], npt.NDArray[np.int64]]:
+    """ULEB128 of each value as little-endian integers: ``(bytes 0-7, bytes 8-9, byte count)``."""
+    size = np.maximum((bit_length_array(values) + 6) // 7, 1)
+    groups = (values[:, None] >> _SEVENS[None, :]) & np.uint64(0x7F)
+    groups |= (_TEN[None, :] < size[:, None] - 1).astype(np.uint64) << np.uint64(7)
+    groups[:, :8] <<= _EIGHTS[None, :]
+    low: npt.NDArray[np.uint64] = np.bitwise_or.reduce(groups[:, :8], axis=1)
+    high = groups[:, 8] | (groups[:, 9] << np.uint64(8))
+    return low, high, size
+
+
+def _pack_fields(
+    words: npt.NDArray[np.uint64],
+    offsets: npt.NDArray[np.int64],
+    values: npt.NDArray[np.uint64],
+) -> None:
+    """Add each value into the little-endian bit stream ``words`` at its bit offset.
+
+    The values must occupy disjoint bit ranges over zero bits (each below the next one's
+    offset), so adding is OR-ing: every value adds its low part, shifted to its offset, to its
+    first word and its high part (0 unless it straddles) to the next word, by ``np.add.at``
+    (which has a fast path, unlike ``np.bitwise_or.at``). Slices of about 64k values stay in
+    cache.
+    """
+    for first in range(0, int(values.shape[0]), _UNPACK_VALUES):
+        offset = offsets[first : first + _UNPACK_VALUES]
+        value = values[first : first + _UNPACK_VALUES]
+        index = offset >> 6
+        shift = (offset & 63).view(np.uint64)
+        np.add.at(words, index, value << shift)
+        index += 1
+        shift = np.uint64(64) - shift
+        np.add.at(words, index, value >> shift)
 
 
 def decode_delta_binary_packed(

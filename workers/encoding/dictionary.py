@@ -240,8 +240,24 @@ def dictionary_lookup(
         bad = int(idx.min()) if int(idx.min()) < 0 else int(idx.max())
         raise FormatError(f"Dictionary index {bad} is outside the dictionary of {size} values.")
     if isinstance(dictionary_values, BinaryValues):
-        return dictionary_values.take(idx)
+        return _take_binary(dictionary_values, idx)
     return dictionary_values[idx]
+
+
+def _take_binary(values: BinaryValues, indices: npt.NDArray[np.int64]) -> BinaryValues:
+    """``values[indices]`` by Arrow's ``take`` (one memcpy per value, in C)."""
+    offsets = np.ascontiguousarray(values.offsets, dtype=np.int64)
+    array = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(),
+        len(values),
+        [None, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(values.data))],
+    )
+    taken = array.take(pa.array(indices))
+    n = len(taken)
+    _, offsets_buf, data_buf = taken.buffers()
+    new_offsets = np.frombuffer(offsets_buf, dtype=np.int64)[taken.offset : taken.offset + n + 1]
+    data = np.zeros(0, np.uint8) if data_buf is None else np.frombuffer(data_buf, dtype=np.uint8)
+    return BinaryValues(new_offsets, data)
 
 
 # ---------------------------------------------------------------------------------------------
