@@ -14,9 +14,10 @@ length too.
 
 Encoding compares each value with the previous one 8 bytes at a time (the XOR of two unaligned
 uint64 loads; its lowest set bit marks the first differing byte), word by word for the few pairs
-still equal, then copies the suffixes out with one Arrow ``take``. Decoding places the suffix
-bytes directly and resolves prefix bytes, which may chain back through many values, by pointer
-doubling (``log2`` of the longest chain passes over the prefix bytes).
+still equal, then copies the suffixes out with one Arrow ``take``. Decoding resolves the prefix
+bytes, which may chain back through many values, by pointer doubling over the prefix bytes only
+(``log2`` of the longest chain passes), then joins each value's prefix and suffix with Arrow's
+``binary_join_element_wise`` (one copy of the values' bytes, in C).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from streamwrite.errors import ConfigError, FormatError, LimitError
 from workers.encoding._varint import Buffer, as_uint8
@@ -34,7 +36,6 @@ from workers.encoding.delta_binary_packed import (
     encode_delta_binary_packed_reference,
 )
 from workers.encoding.delta_length_byte_array import (
-    decode_delta_length_byte_array,
     decode_delta_length_byte_array_reference,
     encode_delta_length_byte_array_reference,
 )
@@ -173,16 +174,6 @@ def _finish_long(
         begin = stop
 
 
-def _range_mask(
-    size: int, starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]
-) -> npt.NDArray[np.bool_]:
-    """Boolean mask of ``size`` positions, True inside the disjoint ranges [start, start+len)."""
-    marks = np.zeros(size + 1, dtype=np.int8)
-    marks[starts] += 1  # starts are distinct, and so are the ends
-    marks[starts + lengths] -= 1
-    return np.cumsum(marks[:size], dtype=np.int8) > 0
-
-
 def encode_delta_byte_array(values: BinaryValues | npt.NDArray[np.uint8]) -> bytes:
     """Encode BYTE_ARRAY or FIXED_LEN_BYTE_ARRAY values with DELTA_BYTE_ARRAY.
 
@@ -250,9 +241,24 @@ def decode_delta_byte_array(
     """
     data = as_uint8(buf)
     prefix32, pos = decode_delta_binary_packed(data, np.int32, num_values)
-    suffixes, used = decode_delta_length_byte_array(data[pos:], num_values)
+    suffix_lengths, used = decode_delta_binary_packed(data[pos:], np.int32, num_values)
+    if num_values and int(suffix_lengths.min()) < 0:
+        raise FormatError(
+            f"DELTA_BYTE_ARRAY holds the negative suffix length {int(suffix_lengths.min())}."
+        )
+    pos += used
+    suffix_offsets = np.zeros(num_values + 1, dtype=np.int64)
+    np.cumsum(suffix_lengths, out=suffix_offsets[1:])
+    suffix_size = int(suffix_offsets[-1])
+    if pos + suffix_size > data.shape[0]:
+        raise FormatError(
+            f"DELTA_BYTE_ARRAY suffix lengths add up to {suffix_size} bytes but "
+            f"{data.shape[0] - pos} follow them."
+        )
+    suffixes = data[pos : pos + suffix_size]
+    consumed = pos + suffix_size
     prefix = prefix32.astype(np.int64)
-    lengths = prefix + suffixes.lengths
+    lengths = prefix + suffix_lengths
     if num_values:
         previous = np.concatenate(([0], lengths[:-1]))
         bad = np.flatnonzero((prefix < 0) | (prefix > previous))
@@ -264,30 +270,82 @@ def decode_delta_byte_array(
             )
     if type_length is not None and num_values and bool(np.any(lengths != type_length)):
         raise FormatError(f"DELTA_BYTE_ARRAY values are not all {type_length} bytes long.")
-    offsets = np.zeros(num_values + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    total = int(offsets[-1])
+    prefix_size = int(prefix.sum())
+    total = prefix_size + suffix_size
     if total > MAX_DECODED_SIZE:
         raise LimitError(
             f"DELTA_BYTE_ARRAY values would take {total} bytes, over the {MAX_DECODED_SIZE} limit."
         )
-    out = np.empty(total, dtype=np.uint8)
-    has = prefix > 0
-    in_prefix = _range_mask(total, offsets[:-1][has], prefix[has])
-    out[~in_prefix] = suffixes.data
-    copied = np.flatnonzero(in_prefix)
-    if copied.size:
-        parent = np.arange(total, dtype=np.int64)
-        parent[copied] = copied - np.repeat(previous[has], prefix[has])
-        active = copied[in_prefix[parent[copied]]]
-        while active.size:  # pointer doubling over the bytes whose source is still a copy
-            parent[active] = parent[parent[active]]
-            active = active[in_prefix[parent[active]]]
-        out[copied] = out[parent[copied]]
-    consumed = pos + used
+    if prefix_size == 0:
+        values = BinaryValues(suffix_offsets, suffixes.copy())
+    else:
+        prefix_bytes, prefix_offsets = _prefix_bytes(prefix, prefix_size, suffixes, suffix_offsets)
+        joined = pc.binary_join_element_wise(
+            _binary(prefix_offsets, prefix_bytes),
+            _binary(suffix_offsets, suffixes),
+            pa.scalar(b"", pa.large_binary()),
+        )
+        _, offsets_buf, data_buf = joined.buffers()
+        offsets = np.frombuffer(offsets_buf, dtype=np.int64)[: num_values + 1]
+        values = BinaryValues(offsets - offsets[0], _owned(data_buf, int(offsets[0]), total))
     if type_length is not None:
-        return out.reshape(num_values, type_length), consumed
-    return BinaryValues(offsets, out), consumed
+        return values.data.reshape(num_values, type_length), consumed
+    return values, consumed
+
+
+def _owned(buffer: pa.Buffer, start: int, size: int) -> npt.NDArray[np.uint8]:
+    """``size`` bytes of an Arrow buffer from ``start``, as a numpy array (no copy)."""
+    return (
+        np.frombuffer(buffer, dtype=np.uint8, count=size, offset=start)
+        if size
+        else (np.zeros(0, dtype=np.uint8))
+    )
+
+
+def _binary(offsets: npt.NDArray[np.int64], data: npt.NDArray[np.uint8]) -> pa.Array:
+    """A LargeBinary Arrow array over numpy offsets and bytes (no copy)."""
+    return pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(),
+        int(offsets.shape[0]) - 1,
+        [None, pa.py_buffer(np.ascontiguousarray(offsets)), pa.py_buffer(data)],
+    )
+
+
+def _prefix_bytes(
+    prefix: npt.NDArray[np.int64],
+    prefix_size: int,
+    suffixes: npt.NDArray[np.uint8],
+    suffix_offsets: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+    """The bytes of every value's shared prefix, back to back, and their offsets.
+
+    Prefix byte ``j`` of value ``i`` is byte ``j`` of value ``i - 1``: that value's suffix byte
+    ``j - prefix[i - 1]`` when ``j`` is past its own prefix, else its prefix byte ``j``, which
+    chains further back. Chains are resolved by pointer doubling over the prefix bytes only
+    (``log2`` of the longest chain passes), never over all the values' bytes.
+    """
+    prefix_offsets = np.zeros(prefix.shape[0] + 1, dtype=np.int64)
+    np.cumsum(prefix, out=prefix_offsets[1:])
+    has = np.flatnonzero(prefix)
+    counts = prefix[has]
+    owner = np.repeat(has, counts)  # value of each prefix byte (never value 0)
+    j = np.arange(prefix_size, dtype=np.int64) - np.repeat(prefix_offsets[has], counts)
+    parent = owner - 1
+    inherited = j < prefix[parent]  # byte j of the previous value is in its prefix too
+    out = np.empty(prefix_size, dtype=np.uint8)
+    direct = np.flatnonzero(~inherited)
+    p = parent[direct]
+    out[direct] = suffixes[suffix_offsets[p] + j[direct] - prefix[p]]
+    chained = np.flatnonzero(inherited)
+    if chained.size:
+        link = np.arange(prefix_size, dtype=np.int64)
+        link[chained] = prefix_offsets[parent[chained]] + j[chained]
+        active = chained[inherited[link[chained]]]
+        while active.size:  # pointer doubling until every link reaches a direct byte
+            link[active] = link[link[active]]
+            active = active[inherited[link[active]]]
+        out[chained] = out[link[chained]]
+    return out, prefix_offsets
 
 
 # ---------------------------------------------------------------------------------------------
