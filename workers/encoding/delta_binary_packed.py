@@ -136,6 +136,10 @@ def encode_delta_binary_packed(
     m = num_miniblocks
     deltas = np.empty(num_blocks * block_size, dtype=unsigned)
     np.subtract(u[1:], u[:-1], out=deltas[:num_deltas])
+    step = deltas[0]
+    if bool((deltas[:num_deltas] == step).all()):  # one delta: every bit width is 0
+        zigzag = zigzag_encode(int(step.view(signed)))
+        return header + (encode_uleb128(zigzag) + bytes(m)) * num_blocks
     deltas[num_deltas:] = deltas[(num_blocks - 1) * block_size]  # a real delta: min unchanged
     mins = deltas.view(signed).reshape(num_blocks, block_size).min(axis=1)
     rel = deltas.reshape(num_blocks, block_size)
@@ -381,22 +385,33 @@ def _unpack_rows(
     ``bit_starts[r]`` of the little-endian bit stream ``words``, into ``out`` (rows * row_size).
 
     Each value is the word holding its first bit shifted right, OR the next word shifted left
-    (numpy shifts by 64 give 0), masked to its width: two aligned gathers per value, in slices
-    of about 64k values to stay in cache.
+    (numpy shifts by the word size give 0), masked to its width: two aligned gathers per value,
+    in slices of about 64k values to stay in cache. With widths up to 32 and under 2**31 bits
+    the words are uint32 and the offsets int32 (half the memory traffic).
     """
-    step = max(1, _UNPACK_VALUES // row_size)
-    positions = np.arange(row_size, dtype=np.int64)
+    narrow = int(widths.max(initial=0)) <= 32 and int(words.shape[0]) < 1 << 25
+    word_type = np.uint32 if narrow else np.uint64
+    offset_type = np.int32 if narrow else np.int64
+    stream = words.view(word_type)
+    word_bits = 32 if narrow else 64
+    log_bits = word_bits.bit_length() - 1
+    starts: npt.NDArray[np.signedinteger[Any]] = bit_starts.astype(offset_type)
+    row_widths: npt.NDArray[np.signedinteger[Any]] = widths.astype(offset_type)
+    positions: npt.NDArray[np.signedinteger[Any]] = np.arange(row_size, dtype=offset_type)
     masks = np.uint64(0xFFFFFFFFFFFFFFFF) >> (np.uint64(64) - widths.astype(np.uint64))
+    masks = masks.astype(word_type)
+    full = word_type(word_bits)
+    step = max(1, _UNPACK_VALUES // row_size)
     for first in range(0, int(widths.shape[0]), step):
         rows = slice(first, first + step)
-        bit = bit_starts[rows, None] + positions[None, :] * widths[rows, None]
-        index = (bit >> 6).reshape(-1)
-        shift = (bit & 63).view(np.uint64).reshape(-1)
-        value = np.take(words, index)
+        bit = starts[rows, None] + positions[None, :] * row_widths[rows, None]
+        index = (bit >> log_bits).reshape(-1)
+        shift: npt.NDArray[Any] = (bit & (word_bits - 1)).astype(word_type).reshape(-1)
+        value = np.take(stream, index)
         value >>= shift
         index += 1
-        high = np.take(words, index)
-        high <<= np.uint64(64) - shift
+        high = np.take(stream, index)
+        high <<= np.subtract(full, shift)
         value |= high
         chunk = out[first * row_size : (first + step) * row_size].reshape(-1, row_size)
         np.bitwise_and(value.reshape(-1, row_size), masks[rows, None], out=chunk)
