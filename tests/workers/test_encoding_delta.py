@@ -225,6 +225,11 @@ def test_delta_binary_packed_extremes(dtype: type[np.signedinteger[Any]]) -> Non
     # (int64) and the bit width is the full type width.
     info = np.iinfo(dtype)
     bits = np.dtype(dtype).itemsize * 8
+
+    def wrap(x: int) -> int:
+        x &= (1 << bits) - 1
+        return x - (1 << bits) if x >> (bits - 1) else x
+
     cases = [
         [],
         [int(info.min)],
@@ -232,6 +237,13 @@ def test_delta_binary_packed_extremes(dtype: type[np.signedinteger[Any]]) -> Non
         [int(info.min), int(info.max)] * 70,
         [int(info.max), int(info.min)] * 70 + [0],
         [0, int(info.max), int(info.min), -1, 1] * 60,
+        # One delta throughout (encoded without packing), wrapping and not, at block edges.
+        [7] * 300,
+        [5, 5],
+        [int(info.min)] + [int(info.max)],
+        [wrap(k * int(info.max)) for k in range(4 * bits + 1)],
+        [wrap(-3 * k) for k in range(4 * bits * 3 + 1)],
+        [wrap(int(info.min) + k) for k in range(1000)],
     ]
     for values in cases:
         array = np.array(values, dtype=dtype)
