@@ -240,7 +240,7 @@ def test_delta_binary_packed_extremes(dtype: type[np.signedinteger[Any]]) -> Non
         # One delta throughout (encoded without packing), wrapping and not, at block edges.
         [7] * 300,
         [5, 5],
-        [int(info.min)] + [int(info.max)],
+        [int(info.min), int(info.max)],
         [wrap(k * int(info.max)) for k in range(4 * bits + 1)],
         [wrap(-3 * k) for k in range(4 * bits * 3 + 1)],
         [wrap(int(info.min) + k) for k in range(1000)],
