@@ -245,7 +245,15 @@ def dictionary_lookup(
 
 
 def _take_binary(values: BinaryValues, indices: npt.NDArray[np.int64]) -> BinaryValues:
-    """``values[indices]`` by Arrow's ``take`` (one memcpy per value, in C)."""
+    """``values[indices]``: rows of a matrix when all values have one length, else Arrow's
+    ``take`` (one memcpy per value, in C)."""
+    lengths = values.lengths
+    width = int(lengths[0]) if lengths.shape[0] else 0
+    if width and int(lengths.min()) == width == int(lengths.max()):
+        base = int(values.offsets[0])
+        rows = values.data[base : base + width * len(values)].reshape(-1, width)
+        data = np.take(rows, indices, axis=0).reshape(-1)
+        return BinaryValues(np.arange(indices.shape[0] + 1, dtype=np.int64) * width, data)
     offsets = np.ascontiguousarray(values.offsets, dtype=np.int64)
     array = pa.LargeBinaryArray.from_buffers(
         pa.large_binary(),
