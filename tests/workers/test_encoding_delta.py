@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -9,6 +11,7 @@ from hypothesis import strategies as st
 from streamwrite.errors import FormatError, LimitError
 from streamwrite.testing.strategies import byte_array_lists, int_lists
 from tests.workers._encoding_helpers import assert_rejects_or_decodes, pyarrow_file
+from workers.encoding._varint import read_uleb128
 from workers.encoding.delta_binary_packed import (
     decode_delta_binary_packed,
     decode_delta_binary_packed_reference,
@@ -167,6 +170,7 @@ def test_delta_binary_packed_matches_pyarrow(n: int) -> None:
             raw = pyarrow_file(pa.array(column), "DELTA_BINARY_PACKED")
             # parquet-cpp uses 128-value blocks for INT32 and 256-value blocks for INT64.
             assert encode_delta_binary_packed(column, block, 4) in raw
+            assert encode_delta_binary_packed(column) in raw  # the default block is pyarrow's
 
 
 def test_byte_array_encodings_match_pyarrow() -> None:
@@ -182,3 +186,105 @@ def test_byte_array_encodings_match_pyarrow() -> None:
     fixed = rng.integers(0, 3, size=(2000, 4), dtype=np.uint8)
     fixed_array = pa.array([bytes(row) for row in fixed], pa.binary(4))
     assert encode_delta_byte_array(fixed) in pyarrow_file(fixed_array, "DELTA_BYTE_ARRAY")
+
+
+def _deltas_of_width(width: int, count: int, rng: np.random.Generator) -> list[int]:
+    """``count`` int64 values whose deltas minus their minimum need exactly ``width`` bits."""
+    top = (1 << width) - 1
+    rel = [int(x) for x in rng.integers(0, 1 << max(width - 1, 0), size=count, dtype=np.uint64)]
+    rel[count // 2] = top  # one delta at the top of the width
+    values = [int(rng.integers(-(1 << 62), 1 << 62))]
+    base = int(rng.integers(-(1 << 63), 1 << 63))
+    for r in rel:
+        x = (values[-1] + base + r) & ((1 << 64) - 1)
+        values.append(x - (1 << 64) if x >> 63 else x)
+    return values
+
+
+@pytest.mark.parametrize("width", range(65))
+def test_delta_binary_packed_every_bit_width(width: int) -> None:
+    # Miniblocks of each width 0..64 (65..64 straddle a ninth byte when unaligned), behind a
+    # miniblock of another width so that the packed data starts at every bit offset.
+    rng = np.random.default_rng(width)
+    values = _deltas_of_width(width, 300, rng) + _deltas_of_width(max(width - 3, 0), 200, rng)
+    for shape in ((128, 4), (256, 4), (8, 1), (64, 2)):
+        encoded = encode_delta_binary_packed_reference(values, 64, *shape)
+        decoded, used = decode_delta_binary_packed(encoded + b"\xff", np.int64, len(values))
+        assert decoded.tolist() == values and used == len(encoded)
+        assert encode_delta_binary_packed(np.array(values, dtype=np.int64), *shape) == encoded
+    narrow = [((v & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000 for v in values]
+    if width <= 32:
+        encoded = encode_delta_binary_packed_reference(narrow, 32)
+        decoded32, _ = decode_delta_binary_packed(encoded, np.int32, len(narrow))
+        assert decoded32.tolist() == narrow
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_delta_binary_packed_extremes(dtype: type[np.signedinteger[Any]]) -> None:
+    # Deltas of max - min and min - max wrap; the min delta's zigzag varint takes 10 bytes
+    # (int64) and the bit width is the full type width.
+    info = np.iinfo(dtype)
+    bits = np.dtype(dtype).itemsize * 8
+
+    def wrap(x: int) -> int:
+        x &= (1 << bits) - 1
+        return x - (1 << bits) if x >> (bits - 1) else x
+
+    cases = [
+        [],
+        [int(info.min)],
+        [int(info.max)],
+        [int(info.min), int(info.max)] * 70,
+        [int(info.max), int(info.min)] * 70 + [0],
+        [0, int(info.max), int(info.min), -1, 1] * 60,
+        # One delta throughout (encoded without packing), wrapping and not, at block edges.
+        [7] * 300,
+        [5, 5],
+        [int(info.min), int(info.max)],
+        [wrap(k * int(info.max)) for k in range(4 * bits + 1)],
+        [wrap(-3 * k) for k in range(4 * bits * 3 + 1)],
+        [wrap(int(info.min) + k) for k in range(1000)],
+    ]
+    for values in cases:
+        array = np.array(values, dtype=dtype)
+        encoded = encode_delta_binary_packed(array)  # parquet-cpp's blocks: 128 or 256 values
+        assert encoded == encode_delta_binary_packed_reference(values, bits, 4 * bits)
+        decoded, used = decode_delta_binary_packed(encoded, dtype, len(values))
+        assert decoded.tolist() == values and used == len(encoded)
+
+
+def test_delta_binary_packed_rejects_bad_headers() -> None:
+    values = np.arange(0, 3000, 7, dtype=np.int64)
+    encoded = bytearray(encode_delta_binary_packed(values))
+    header = 0
+    for _ in range(4):  # block size, miniblocks, count, first value
+        _, header = read_uleb128(bytes(encoded), header)
+    too_wide = bytearray(encoded)
+    too_wide[header + 1] = 65  # first block: min delta 7 is one varint byte, then the widths
+    with pytest.raises(FormatError, match="bit width 65"):
+        decode_delta_binary_packed(bytes(too_wide) + bytes(4000), np.int64, len(values))
+    with pytest.raises(FormatError, match="truncated"):
+        decode_delta_binary_packed(bytes(too_wide), np.int64, len(values))
+    long_varint = bytearray(encoded[:header]) + b"\x80" * 11 + bytes(encoded[header + 1 :])
+    with pytest.raises(FormatError, match="longer than 10 bytes"):
+        decode_delta_binary_packed(bytes(long_varint) + bytes(4000), np.int64, len(values))
+    with pytest.raises(FormatError, match=r"truncated|ends before|cannot hold"):
+        decode_delta_binary_packed(bytes(encoded[:-1]), np.int64, len(values))
+
+
+def test_delta_byte_array_prefixes_at_word_boundaries() -> None:
+    # Shared prefixes of every length around the 8-byte words the encoder compares (and past
+    # its word-by-word rounds), against values that are shorter, equal, longer or empty.
+    rng = np.random.default_rng(11)
+    values: list[bytes] = [b""]
+    for shared in [*range(0, 42), 63, 64, 65, 200, 1000]:
+        stem = bytes(rng.integers(0, 256, size=shared, dtype=np.uint8))
+        for tail in (b"", b"\x00", b"\x01\x02", bytes(range(9)), bytes(30)):
+            values += [stem + tail, stem + bytes([255]) + tail, stem, b"", stem + tail + tail]
+    values += [b"q" * 5000, b"q" * 5000, b"q" * 4999 + b"r", b""]
+    for chunk in (values, values[1:], values[::-1]):
+        encoded = encode_delta_byte_array(BinaryValues.from_pylist(chunk))
+        assert encoded == encode_delta_byte_array_reference(chunk)
+        decoded, used = decode_delta_byte_array(encoded, len(chunk))
+        assert isinstance(decoded, BinaryValues)
+        assert decoded.to_pylist() == chunk and used == len(encoded)

@@ -114,6 +114,20 @@ def test_byte_array_matches_reference(values: list[bytes], seed: int) -> None:
     assert (dictionary.to_pylist(), indices.tolist()) == dictionary_encode_reference(values)
     encoded = encode_dictionary_indices(indices, len(dictionary))
     assert_rejects_or_decodes(encoded, lambda b: decode_dictionary_indices(b, len(values)), seed)
+    back = dictionary_lookup(dictionary, indices)
+    assert isinstance(back, BinaryValues) and back.to_pylist() == values
+
+
+def test_byte_array_lookup_one_length_and_mixed() -> None:
+    # One length (rows of a matrix), mixed lengths (Arrow take), all empty, on sliced buffers.
+    for words in ([b"SYM001", b"SYM002", b"SYM003"], [b"a", b"bcd", b""], [b"", b"", b""]):
+        dictionary = BinaryValues.from_pylist([b"skipped", *words])[1:]
+        indices = np.array([2, 0, 0, 1, 2, 1], dtype=np.int32)
+        back = dictionary_lookup(dictionary, indices)
+        assert isinstance(back, BinaryValues)
+        assert back.to_pylist() == [words[i] for i in indices.tolist()]
+        empty = dictionary_lookup(dictionary, np.zeros(0, dtype=np.int32))
+        assert isinstance(empty, BinaryValues) and empty.to_pylist() == []
 
 
 def test_matches_pyarrow() -> None:

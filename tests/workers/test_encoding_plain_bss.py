@@ -157,3 +157,14 @@ def test_plain_byte_array_slices(lengths: list[int]) -> None:
     decoded, used = decode_plain(expected + b"\x07", Type.BYTE_ARRAY, len(lengths))
     assert isinstance(decoded, BinaryValues) and decoded.to_pylist() == values[1:-1]
     assert used == len(expected)
+
+
+def test_plain_byte_array_one_length_then_another() -> None:
+    # The one-length fast path must notice a value of another length anywhere.
+    for position in (0, 1, 63, 64, 150, 299):
+        values = [b"abcde"] * 300
+        values[position] = b"abcdef" if position % 2 else b""
+        encoded = encode_plain(BinaryValues.from_pylist(values), Type.BYTE_ARRAY)
+        decoded, used = decode_plain(encoded + b"\x01\x02", Type.BYTE_ARRAY, len(values))
+        assert isinstance(decoded, BinaryValues)
+        assert decoded.to_pylist() == values and used == len(encoded)

@@ -14,9 +14,24 @@ the previous block); there are ``total value count - 1`` of them. In the last bl
 holding no delta have bit width 0 and no bytes. All arithmetic wraps, done in the unsigned domain
 (uint32 for INT32, uint64 for INT64), so the extreme values round trip.
 
-The encoder matches parquet-cpp (pyarrow) byte for byte with the default 128 values per block
-and 4 miniblocks. It also accepts other block shapes whose miniblocks hold a multiple of 8 values
-(the spec's examples use blocks of 8); the decoder accepts the same, up to 2**20 values a block.
+The encoder matches parquet-cpp (pyarrow) byte for byte with its defaults: 4 miniblocks of
+blocks of 128 values for INT32 and 256 values for INT64 (fewer block headers to write and
+read, and about 1% smaller). It also accepts other block shapes whose miniblocks hold a multiple
+of 8 values (the spec's examples use blocks of 8); the decoder accepts the same, up to 2**20
+values a block.
+
+Encoding is width-agnostic, without a loop over bit widths: the whole output is laid out as
+fields in file order, one row per block (min delta varint as two little-endian integers, the
+bit widths, the deltas minus the block's min), each with its bit count; a cumulative sum gives
+every field's bit offset, and the fields are added (their bits are disjoint, so adding is
+OR-ing) into uint64 words, low part into the word holding their first bit and high part into
+the next one, by ``np.add.at``.
+
+Decoding walks the block headers with one Python step per block (a block's size depends on its
+varint and widths), then works on all values at once: the min delta varints are decoded as a
+(blocks, 10) byte matrix, and every value is read from the little-endian bit stream with two
+aligned uint64 gathers (its first word shifted right, OR the next word shifted left) and a mask,
+whatever its miniblock's width; a cumulative sum in uint64 finishes it.
 """
 
 from __future__ import annotations
@@ -27,13 +42,11 @@ import numpy as np
 import numpy.typing as npt
 
 from streamwrite.errors import ConfigError, FormatError
-from workers.encoding._bitpack import pack_uint, unpack_uint
 from workers.encoding._varint import (
     Buffer,
     as_uint8,
     bit_length_array,
     encode_uleb128,
-    encode_uleb128_array,
     read_uleb128,
     read_zigzag,
     zigzag_encode,
@@ -49,6 +62,10 @@ __all__ = [
 _MASK64 = (1 << 64) - 1
 _MAX_BLOCK_SIZE = 1 << 20
 _MAX_VALUES = (1 << 31) - 1
+_UNPACK_VALUES = 1 << 16
+_SEVENS = np.arange(0, 70, 7, dtype=np.uint64)
+_EIGHTS = np.arange(0, 64, 8, dtype=np.uint64)
+_TEN = np.arange(10)
 
 
 def _check_shape(block_size: int, num_miniblocks: int, error: type[Exception]) -> int:
@@ -78,14 +95,15 @@ def _int_dtypes(
 
 def encode_delta_binary_packed(
     values: npt.NDArray[np.int32] | npt.NDArray[np.int64],
-    block_size: int = 128,
+    block_size: int | None = None,
     num_miniblocks: int = 4,
 ) -> bytes:
     """Encode int32 or int64 values with DELTA_BINARY_PACKED.
 
     Args:
         values: the values.
-        block_size: values per block (the spec requires a multiple of 128 in files).
+        block_size: values per block (the spec requires a multiple of 128 in files); ``None``
+            uses parquet-cpp's choice, 128 for int32 and 256 for int64.
         num_miniblocks: miniblocks per block (the spec requires multiples of 32 values in each).
 
     Returns:
@@ -97,6 +115,8 @@ def encode_delta_binary_packed(
     """
     arr = np.asarray(values)
     signed, unsigned = _int_dtypes(arr.dtype)
+    if block_size is None:
+        block_size = 256 if signed is np.int64 else 128
     miniblock_size = _check_shape(block_size, num_miniblocks, ConfigError)
     v = np.ascontiguousarray(arr, dtype=signed).reshape(-1)
     n = int(v.shape[0])
@@ -113,39 +133,80 @@ def encode_delta_binary_packed(
     u = v.view(unsigned)
     num_deltas = n - 1
     num_blocks = -(-num_deltas // block_size)
-    padded = np.full(num_blocks * block_size, np.iinfo(signed).max, dtype=signed)
-    padded[:num_deltas] = (u[1:] - u[:-1]).view(signed)
-    mins = padded.reshape(num_blocks, block_size).min(axis=1)
-    rel = padded.view(unsigned).reshape(num_blocks, block_size) - mins.view(unsigned)[:, None]
+    m = num_miniblocks
+    deltas = np.empty(num_blocks * block_size, dtype=unsigned)
+    np.subtract(u[1:], u[:-1], out=deltas[:num_deltas])
+    step = deltas[0]
+    if bool((deltas[:num_deltas] == step).all()):  # one delta: every bit width is 0
+        zigzag = zigzag_encode(int(step.view(signed)))
+        return header + (encode_uleb128(zigzag) + bytes(m)) * num_blocks
+    deltas[num_deltas:] = deltas[(num_blocks - 1) * block_size]  # a real delta: min unchanged
+    mins = deltas.view(signed).reshape(num_blocks, block_size).min(axis=1)
+    rel = deltas.reshape(num_blocks, block_size)
+    rel -= mins.view(unsigned)[:, None]
     rel.reshape(-1)[num_deltas:] = 0
-    rel_mb = rel.reshape(num_blocks * num_miniblocks, miniblock_size)
-    widths = bit_length_array(rel_mb.max(axis=1))
-
+    widths = bit_length_array(rel.reshape(num_blocks * m, miniblock_size).max(axis=1))
     mins64 = mins.astype(np.int64)
-    zigzag = ((mins64 << 1) ^ (mins64 >> 63)).view(np.uint64)
-    min_bytes, min_lens = encode_uleb128_array(zigzag)
-    data_sizes = (widths * (miniblock_size // 8)).reshape(num_blocks, num_miniblocks)
-    block_sizes = min_lens + num_miniblocks + data_sizes.sum(axis=1)
-    block_starts = len(header) + np.concatenate(([0], np.cumsum(block_sizes)[:-1]))
-    out = np.empty(len(header) + int(block_sizes.sum()), dtype=np.uint8)
+    low, high, varint_size = _varint_fields(((mins64 << 1) ^ (mins64 >> 63)).view(np.uint64))
+    # The whole encoding as fields in file order, one row per block: the min delta varint
+    # (bytes 0-7, then 8-9), the m bit widths, the block_size deltas; values and bit counts.
+    row = 2 + m + block_size
+    fields = np.empty((num_blocks, row), dtype=np.uint64)
+    fields[:, 0] = low
+    fields[:, 1] = high
+    fields[:, 2 : 2 + m] = widths.reshape(num_blocks, m)
+    fields[:, 2 + m :] = rel
+    bits = np.empty((num_blocks, row), dtype=np.int64)
+    bits[:, 0] = 8 * np.minimum(varint_size, 8)
+    bits[:, 1] = 8 * varint_size - bits[:, 0]
+    bits[:, 2 : 2 + m] = 8
+    bits[:, 2 + m :].reshape(num_blocks, m, miniblock_size)[...] = widths.reshape(num_blocks, m, 1)
+    offsets = np.cumsum(bits.reshape(-1))
+    size = len(header) + int(offsets[-1]) // 8
+    offsets -= bits.reshape(-1)
+    offsets += 8 * len(header)
+    words = np.zeros(size // 8 + 2, dtype="<u8")
+    _pack_fields(words, offsets, fields.reshape(-1))
+    out = words.view(np.uint8)
     out[: len(header)] = np.frombuffer(header, dtype=np.uint8)
-    min_starts = np.concatenate(([0], np.cumsum(min_lens)[:-1]))
-    within = np.arange(min_bytes.shape[0], dtype=np.int64) - np.repeat(min_starts, min_lens)
-    out[np.repeat(block_starts, min_lens) + within] = min_bytes
-    width_starts = block_starts + min_lens
-    width_pos = width_starts[:, None] + np.arange(num_miniblocks, dtype=np.int64)
-    out[width_pos] = widths.reshape(num_blocks, num_miniblocks).astype(np.uint8)
-    data_starts = (
-        (width_starts + num_miniblocks)[:, None] + np.cumsum(data_sizes, axis=1) - data_sizes
-    )
-    data_starts = data_starts.reshape(-1)
-    for width in np.unique(widths[widths > 0]).tolist():
-        rows = np.flatnonzero(widths == width)
-        packed = pack_uint(rel_mb[rows].reshape(-1), width)
-        row_bytes = width * miniblock_size // 8
-        dst = data_starts[rows][:, None] + np.arange(row_bytes, dtype=np.int64)
-        out[dst] = packed.reshape(rows.shape[0], row_bytes)
-    return out.tobytes()
+    return out[:size].tobytes()
+
+
+def _varint_fields(
+    values: npt.NDArray[np.uint64],
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64], npt.NDArray[np.int64]]:
+    """ULEB128 of each value as little-endian integers: ``(bytes 0-7, bytes 8-9, byte count)``."""
+    size = np.maximum((bit_length_array(values) + 6) // 7, 1)
+    groups = (values[:, None] >> _SEVENS[None, :]) & np.uint64(0x7F)
+    groups |= (_TEN[None, :] < size[:, None] - 1).astype(np.uint64) << np.uint64(7)
+    groups[:, :8] <<= _EIGHTS[None, :]
+    low: npt.NDArray[np.uint64] = np.bitwise_or.reduce(groups[:, :8], axis=1)
+    high = groups[:, 8] | (groups[:, 9] << np.uint64(8))
+    return low, high, size
+
+
+def _pack_fields(
+    words: npt.NDArray[np.uint64],
+    offsets: npt.NDArray[np.int64],
+    values: npt.NDArray[np.uint64],
+) -> None:
+    """Add each value into the little-endian bit stream ``words`` at its bit offset.
+
+    The values must occupy disjoint bit ranges over zero bits (each below the next one's
+    offset), so adding is OR-ing: every value adds its low part, shifted to its offset, to its
+    first word and its high part (0 unless it straddles) to the next word, by ``np.add.at``
+    (which has a fast path, unlike ``np.bitwise_or.at``). Slices of about 64k values stay in
+    cache.
+    """
+    for first in range(0, int(values.shape[0]), _UNPACK_VALUES):
+        offset = offsets[first : first + _UNPACK_VALUES]
+        value = values[first : first + _UNPACK_VALUES]
+        index = offset >> 6
+        shift = (offset & 63).view(np.uint64)
+        np.add.at(words, index, value << shift)
+        index += 1
+        shift = np.uint64(64) - shift
+        np.add.at(words, index, value >> shift)
 
 
 def decode_delta_binary_packed(
@@ -191,48 +252,169 @@ def decode_delta_binary_packed(
             f"DELTA_BINARY_PACKED data of {size} bytes cannot hold the {num_blocks} blocks its "
             f"header's {total} values need."
         )
-    mins: list[int] = []
-    rows: list[int] = []
-    row_widths: list[int] = []
-    row_offsets: list[int] = []
-    remaining = num_deltas
-    for block in range(num_blocks):
-        min_delta, pos = read_zigzag(mv, pos, "DELTA_BINARY_PACKED min delta")
-        mins.append(min_delta & _MASK64)
-        if pos + num_miniblocks > size:
-            raise FormatError(f"DELTA_BINARY_PACKED bit widths at byte {pos} are truncated.")
-        widths = bytes(mv[pos : pos + num_miniblocks])
-        pos += num_miniblocks
-        used = min(num_miniblocks, -(-min(remaining, block_size) // miniblock_size))
-        for i in range(used):
-            width = widths[i]
-            nbytes = width * miniblock_size // 8
-            if width > 64 or pos + nbytes > size:
-                raise FormatError(
-                    f"DELTA_BINARY_PACKED miniblock at byte {pos} (bit width {width}) is invalid "
-                    f"or truncated in {size} bytes."
-                )
-            rows.append(block * num_miniblocks + i)
-            row_widths.append(width)
-            row_offsets.append(pos)
-            pos += nbytes
-        remaining -= block_size
-    rel = np.zeros((num_blocks * num_miniblocks, miniblock_size), dtype=np.uint64)
-    rows_arr = np.array(rows, dtype=np.int64)
-    widths_arr = np.array(row_widths, dtype=np.int64)
-    offsets_arr = np.array(row_offsets, dtype=np.int64)
-    for width in np.unique(widths_arr[widths_arr > 0]).tolist():
-        sel = np.flatnonzero(widths_arr == width)
-        row_bytes = width * miniblock_size // 8
-        raw = data[offsets_arr[sel][:, None] + np.arange(row_bytes, dtype=np.int64)]
-        unpacked = unpack_uint(raw.reshape(-1), width, sel.shape[0] * miniblock_size)
-        rel[rows_arr[sel]] = unpacked.reshape(sel.shape[0], miniblock_size)
-    deltas = rel.reshape(num_blocks, block_size) + np.array(mins, dtype=np.uint64)[:, None]
-    out = np.empty(total, dtype=np.uint64)
+    if num_blocks == 0:
+        return np.array([first & _MASK64], dtype=np.uint64).astype(unsigned).view(signed), pos
+    last_deltas = num_deltas - (num_blocks - 1) * block_size
+    last_used = -(-last_deltas // miniblock_size)
+    starts, width_starts, end = _scan_blocks(
+        mv, pos, num_blocks, num_miniblocks, miniblock_size // 8, last_used
+    )
+    if end > size:
+        raise FormatError(
+            f"DELTA_BINARY_PACKED data of {size} bytes ends before its last miniblock (byte {end})."
+        )
+    start_arr = np.array(starts, dtype=np.int64)
+    width_arr = np.array(width_starts, dtype=np.int64)
+    mins = _read_min_deltas(data, start_arr, width_arr)
+    widths = data[width_arr[:, None] + np.arange(num_miniblocks)].astype(np.int64)
+    widths[-1, last_used:] = 0
+    if int(widths.max()) > 64:
+        block, mini = divmod(int(np.argmax(widths > 64)), num_miniblocks)
+        raise FormatError(
+            f"DELTA_BINARY_PACKED block {block} declares bit width {int(widths[block, mini])} "
+            f"for miniblock {mini} (at most 64)."
+        )
+    sizes = widths * (miniblock_size // 8)
+    data_starts = (width_arr + num_miniblocks)[:, None] + np.cumsum(sizes, axis=1) - sizes
+    out = np.empty(1 + num_blocks * block_size, dtype=np.uint64)
     out[0] = first & _MASK64
-    np.cumsum(deltas.reshape(-1)[:num_deltas], dtype=np.uint64, out=out[1:])
-    out[1:] += np.uint64(first & _MASK64)
-    return out.astype(unsigned).view(signed), pos
+    _unpack_rows(
+        _as_words(data, end),
+        data_starts.reshape(-1) * 8,
+        widths.reshape(-1),
+        miniblock_size,
+        out[1:],
+    )
+    out[1:].reshape(num_blocks, block_size)[...] += mins[:, None]
+    values = out[:total]
+    np.cumsum(values, out=values)
+    if unsigned is np.uint64:
+        return values.view(signed), end
+    return values.astype(unsigned).view(signed), end
+
+
+def _read_min_deltas(
+    data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64], stops: npt.NDArray[np.int64]
+) -> npt.NDArray[np.uint64]:
+    """The blocks' zigzag varint min deltas in ``data[starts[i]:stops[i]]``, as wrapped uint64.
+
+    Raises:
+        FormatError: if a varint is longer than 10 bytes or exceeds 64 bits.
+    """
+    lengths = stops - starts
+    if int(lengths.max()) > 10:
+        block = int(np.argmax(lengths > 10))
+        raise FormatError(
+            f"The min delta varint of DELTA_BINARY_PACKED block {block} at byte "
+            f"{int(starts[block])} is longer than 10 bytes."
+        )
+    width = int(lengths.max())
+    index = np.minimum(starts[:, None] + np.arange(width), data.shape[0] - 1)
+    raw = data[index].astype(np.uint64) & np.uint64(0x7F)
+    raw[np.arange(width)[None, :] >= lengths[:, None]] = 0
+    if width == 10 and int(raw[:, 9].max()) > 1:
+        block = int(np.argmax(raw[:, 9] > 1))
+        raise FormatError(
+            f"The min delta varint of DELTA_BINARY_PACKED block {block} at byte "
+            f"{int(starts[block])} exceeds 64 bits."
+        )
+    raw <<= np.arange(0, 7 * width, 7, dtype=np.uint64)[None, :]
+    zigzag: npt.NDArray[np.uint64] = np.bitwise_or.reduce(raw, axis=1)
+    return (zigzag >> np.uint64(1)) ^ (np.uint64(0) - (zigzag & np.uint64(1)))
+
+
+def _scan_blocks(
+    mv: memoryview,
+    pos: int,
+    num_blocks: int,
+    num_miniblocks: int,
+    bytes_per_width: int,
+    last_used: int,
+) -> tuple[list[int], list[int], int]:
+    """Walk the block headers: each block's start, the start of its bit widths, and the end.
+
+    One Python step per block (not per value): a block's size depends on its min delta's varint
+    length and its widths, so the block starts form a chain. The caller validates the bounds,
+    varint lengths and widths, vectorised.
+
+    Raises:
+        FormatError: if a block header runs past the end of ``mv``.
+    """
+    starts = [0] * num_blocks
+    width_starts = [0] * num_blocks
+    m = num_miniblocks
+    block = 0
+    try:
+        for block in range(num_blocks - 1):
+            starts[block] = pos
+            while mv[pos] > 127:
+                pos += 1
+            pos += 1
+            width_starts[block] = pos
+            pos += m + sum(mv[pos : pos + m]) * bytes_per_width
+        block = num_blocks - 1
+        starts[block] = pos
+        while mv[pos] > 127:
+            pos += 1
+        pos += 1
+        width_starts[block] = pos
+        pos += m + sum(mv[pos : pos + last_used]) * bytes_per_width
+    except IndexError:
+        raise FormatError(
+            f"DELTA_BINARY_PACKED block {block} starting at byte {starts[block]} is truncated "
+            f"in {len(mv)} bytes."
+        ) from None
+    return starts, width_starts, pos
+
+
+def _as_words(data: npt.NDArray[np.uint8], end: int) -> npt.NDArray[np.uint64]:
+    """``data[:end]`` copied into little-endian uint64 words, with at least 8 zero bytes after."""
+    words = np.zeros(end // 8 + 2, dtype="<u8")
+    words.view(np.uint8)[:end] = data[:end]
+    return words
+
+
+def _unpack_rows(
+    words: npt.NDArray[np.uint64],
+    bit_starts: npt.NDArray[np.int64],
+    widths: npt.NDArray[np.int64],
+    row_size: int,
+    out: npt.NDArray[np.uint64],
+) -> None:
+    """Unpack rows of ``row_size`` values, row ``r`` packed with ``widths[r]`` bits from bit
+    ``bit_starts[r]`` of the little-endian bit stream ``words``, into ``out`` (rows * row_size).
+
+    Each value is the word holding its first bit shifted right, OR the next word shifted left
+    (numpy shifts by the word size give 0), masked to its width: two aligned gathers per value,
+    in slices of about 64k values to stay in cache. With widths up to 32 and under 2**31 bits
+    the words are uint32 and the offsets int32 (half the memory traffic).
+    """
+    narrow = int(widths.max(initial=0)) <= 32 and int(words.shape[0]) < 1 << 25
+    word_type = np.uint32 if narrow else np.uint64
+    offset_type = np.int32 if narrow else np.int64
+    stream = words.view(word_type)
+    word_bits = 32 if narrow else 64
+    log_bits = word_bits.bit_length() - 1
+    starts: npt.NDArray[np.signedinteger[Any]] = bit_starts.astype(offset_type)
+    row_widths: npt.NDArray[np.signedinteger[Any]] = widths.astype(offset_type)
+    positions: npt.NDArray[np.signedinteger[Any]] = np.arange(row_size, dtype=offset_type)
+    masks = np.uint64(0xFFFFFFFFFFFFFFFF) >> (np.uint64(64) - widths.astype(np.uint64))
+    masks = masks.astype(word_type)
+    full = word_type(word_bits)
+    step = max(1, _UNPACK_VALUES // row_size)
+    for first in range(0, int(widths.shape[0]), step):
+        rows = slice(first, first + step)
+        bit = starts[rows, None] + positions[None, :] * row_widths[rows, None]
+        index = (bit >> log_bits).reshape(-1)
+        shift: npt.NDArray[Any] = (bit & (word_bits - 1)).astype(word_type).reshape(-1)
+        value = np.take(stream, index)
+        value >>= shift
+        index += 1
+        high = np.take(stream, index)
+        high <<= np.subtract(full, shift)
+        value |= high
+        chunk = out[first * row_size : (first + step) * row_size].reshape(-1, row_size)
+        np.bitwise_and(value.reshape(-1, row_size), masks[rows, None], out=chunk)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -50,7 +50,7 @@ def encode_delta_length_byte_array(values: BinaryValues) -> bytes:
         raise ConfigError(f"A BYTE_ARRAY value of {int(lengths.max())} bytes exceeds 2**31 - 1.")
     head = encode_delta_binary_packed(lengths.astype(np.int32))
     body = values.data[int(values.offsets[0]) : int(values.offsets[-1])]
-    return head + body.tobytes()
+    return b"".join((head, np.ascontiguousarray(body).data))  # one copy of the bytes
 
 
 def decode_delta_length_byte_array(buf: Buffer, num_values: int) -> tuple[BinaryValues, int]:

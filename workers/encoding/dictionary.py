@@ -240,8 +240,32 @@ def dictionary_lookup(
         bad = int(idx.min()) if int(idx.min()) < 0 else int(idx.max())
         raise FormatError(f"Dictionary index {bad} is outside the dictionary of {size} values.")
     if isinstance(dictionary_values, BinaryValues):
-        return dictionary_values.take(idx)
+        return _take_binary(dictionary_values, idx)
     return dictionary_values[idx]
+
+
+def _take_binary(values: BinaryValues, indices: npt.NDArray[np.int64]) -> BinaryValues:
+    """``values[indices]``: rows of a matrix when all values have one length, else Arrow's
+    ``take`` (one memcpy per value, in C)."""
+    lengths = values.lengths
+    width = int(lengths[0]) if lengths.shape[0] else 0
+    if width and int(lengths.min()) == width == int(lengths.max()):
+        base = int(values.offsets[0])
+        rows = values.data[base : base + width * len(values)].reshape(-1, width)
+        data = np.take(rows, indices, axis=0).reshape(-1)
+        return BinaryValues(np.arange(indices.shape[0] + 1, dtype=np.int64) * width, data)
+    offsets = np.ascontiguousarray(values.offsets, dtype=np.int64)
+    array = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(),
+        len(values),
+        [None, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(values.data))],
+    )
+    taken = array.take(pa.array(indices))
+    n = len(taken)
+    _, offsets_buf, data_buf = taken.buffers()
+    new_offsets = np.frombuffer(offsets_buf, dtype=np.int64)[taken.offset : taken.offset + n + 1]
+    data = np.zeros(0, np.uint8) if data_buf is None else np.frombuffer(data_buf, dtype=np.uint8)
+    return BinaryValues(new_offsets, data)
 
 
 # ---------------------------------------------------------------------------------------------

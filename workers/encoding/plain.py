@@ -105,14 +105,6 @@ def encode_plain(values: npt.NDArray[np.generic] | BinaryValues, physical_type: 
     raise ConfigError(f"PLAIN encoding of {physical_type.name} is not supported.")
 
 
-def _u32_at(data: npt.NDArray[np.uint8], positions: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """Little-endian uint32 read at each position (all positions + 4 <= len(data))."""
-    out = data[positions].astype(np.int64)
-    for k in (1, 2, 3):
-        out |= data[positions + k].astype(np.int64) << (8 * k)
-    return out
-
-
 def _byte_array_starts(
     data: npt.NDArray[np.uint8], num_values: int
 ) -> tuple[npt.NDArray[np.int64], int, int]:
@@ -129,11 +121,11 @@ def _byte_array_starts(
     first = int.from_bytes(data[:4].tobytes(), "little")
     stride = 4 + first
     if num_values * stride <= size:
-        starts = np.arange(num_values, dtype=np.int64) * stride
-        if bool(np.all(_u32_at(data, starts[:64]) == first)) and bool(
-            np.all(_u32_at(data, starts) == first)
+        records = data[: num_values * stride].reshape(num_values, stride)
+        if bool(np.all(records[:64, :4] == records[0, :4])) and bool(
+            np.all(np.ascontiguousarray(records[:, :4]).view("<u4") == first)
         ):
-            return starts, num_values * stride, stride
+            return np.arange(num_values, dtype=np.int64) * stride, num_values * stride, stride
     # nxt[p]: where the next value starts if one starts at p; `sentinel` marks "runs past the end".
     sentinel = size + 1
     index_dtype = np.dtype(np.int32 if size < 2**31 - 16 else np.int64)

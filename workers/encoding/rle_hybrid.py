@@ -342,20 +342,20 @@ def decode_rle_hybrid(
             out[filled : filled + take] = value
             filled += take
     if literal_runs:
-        chunks = []
-        counts = []
-        for _, take, start, nbytes in literal_runs:
-            groups = (take + 7) // 8
-            chunk = np.zeros(groups * bit_width, dtype=np.uint8)
-            avail = min(nbytes, groups * bit_width)
-            chunk[:avail] = data[start : start + avail]
-            chunks.append(chunk)
-            counts.append(groups * 8)
-        unpacked = unpack_uint(np.concatenate(chunks), bit_width, sum(counts)).astype(dtype)
-        cursor = 0
-        for (out_start, take, _, _), count in zip(literal_runs, counts, strict=True):
-            out[out_start : out_start + take] = unpacked[cursor : cursor + take]
-            cursor += count
+        # Every bit-packed run but the last holds whole groups, so their bytes back to back are
+        # one bit stream of all the literal values in order: one unpack, one placement.
+        runs = np.array(literal_runs, dtype=np.int64).reshape(-1, 4)
+        takes = runs[:, 1]
+        stream = np.concatenate(
+            [data[start : start + nbytes] for _, _, start, nbytes in literal_runs]
+        )
+        count = int(takes.sum())
+        unpacked = unpack_uint(stream, bit_width, count)
+        if count == num_values:
+            out[:] = unpacked
+        else:
+            first = np.cumsum(takes) - takes
+            out[np.repeat(runs[:, 0] - first, takes) + np.arange(count)] = unpacked
     return out, pos
 
 
