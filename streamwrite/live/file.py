@@ -45,7 +45,7 @@ from streamwrite.arrow.schema_check import check_arrow_schema, check_sidecar_col
 from streamwrite.crypto.decryption import DecryptionConfig
 from streamwrite.crypto.encryption import FileEncryption, FileEncryptor
 from streamwrite.crypto.live_keys import LiveKeys
-from streamwrite.encode import as_table, check_write_options, encode_row_group
+from streamwrite.encode import EncodingPlanner, as_table, check_write_options, encode_row_group
 from streamwrite.errors import (
     ConfigError,
     CorruptFileError,
@@ -243,6 +243,7 @@ class LiveFile:
         """What recovery found when the file was reopened (None for a new file)."""
         self._lock = anyio.Lock()
         self._closed = False
+        self._planner = EncodingPlanner()  # each column's encoding decided once, re-sampled
 
     @classmethod
     async def open(
@@ -427,6 +428,7 @@ class LiveFile:
                     self.options,
                     encryptor=appender.writer.encryptor,
                     row_group_ordinal=first + i,
+                    planner=self._planner,
                 ),
                 min(size, table.num_rows - start),
             )

@@ -27,7 +27,7 @@ from streamwrite.compaction.policy import (
 )
 from streamwrite.crypto.encryption import FileEncryption
 from streamwrite.crypto.live_keys import decryption_for
-from streamwrite.encode import as_table, check_values, row_group_jobs
+from streamwrite.encode import EncodingPlanner, as_table, check_values, row_group_jobs
 from streamwrite.errors import ConfigError, StaleBatchError, StateError
 from streamwrite.format.txn import DATA_FILE, PENDING_DATA_FILE, Segment, TxnRecord
 from streamwrite.layout.batch_ids import BatchDecision, check_batch_id
@@ -95,6 +95,8 @@ class Table:
         """The newest segment of each partition appended to since open, open for appending
         (opened on the partition's first row group, so that a table of many partitions
         opens no file until it is written)."""
+        self._planners: dict[str, EncodingPlanner] = {}
+        """Each partition's encoding planner (a column's encoding decided once, re-sampled)."""
         self._sealed: dict[tuple[str, str], LiveFile] = {}
         """Segments replaced as newest with row groups still to commit: each is closed when
         the machine says its last queued commit is published (until then compaction leaves
@@ -163,16 +165,19 @@ class Table:
         with that segment's own keys and ``aad_file_unique`` and its true ordinal, for an
         encrypted table)."""
         live, ordinal = await self._segment_for_next_row_group(name)
+        planner = self._planners.setdefault(name, EncodingPlanner())
         jobs = row_group_jobs(
             table,
             self.parquet_schema,
             self.options,
             live._encryptor,
             ordinal if self.encryption is not None else 0,
+            planner,
         )
         started = time.perf_counter()
         chunks = await self.executor.run_all(jobs)
         self.metrics.encode_seconds += time.perf_counter() - started
+        planner.observe(chunks)
         return live, (chunks, table.num_rows)
 
     async def _cut(self, name: str, buffer: PartitionBuffer, *, partial: bool) -> None:
