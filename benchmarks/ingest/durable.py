@@ -2,7 +2,8 @@
 durable``), all in one run.
 
 - **encode alone**: one ``--rows`` batch encoded into memory: ours (``row_group_jobs`` +
-  ``run_job`` in this thread, the work a table commit hands its executor) vs pyarrow
+  ``run_job`` in this thread with one ``EncodingPlanner``, the work a table commit hands its
+  executor) vs pyarrow
   (``pq.ParquetWriter(BufferOutputStream, zstd).write_table(batch)``), batch by batch in turn;
 - **sequential durable**: ``await table.append(batch, app_id=, batch_id=)`` (returns when
   durable and published) vs pyarrow one file per batch + fsync of the file and of the
@@ -38,7 +39,7 @@ import pyarrow.parquet as pq
 from _common import fmt_ratio, markdown_table, verdict
 
 from streamwrite.arrow.schema import arrow_to_parquet
-from streamwrite.encode import row_group_jobs
+from streamwrite.encode import EncodingPlanner, row_group_jobs
 from streamwrite.options import make_write_options
 from streamwrite.pool.executor import InlineExecutor
 from streamwrite.pool.process import ProcessPool
@@ -128,14 +129,17 @@ def fsync_path(path: Path) -> None:
 
 
 def encode_alone(batches: list[pa.Table]) -> tuple[list[float], list[float]]:
-    """Per batch: our encode and pyarrow's, in turn."""
+    """Per batch: our encode (with the planner a table partition keeps) and pyarrow's, in
+    turn."""
     schema = arrow_to_parquet(batches[0].schema)
     options = make_write_options(batches[0].schema.names, caller="bench")
+    planner = EncodingPlanner()
     ours, theirs = [], []
     for batch in batches:
         start = time.perf_counter()
-        for job in row_group_jobs(batch, schema, options, None, 0):
-            run_job(job)
+        planner.observe(
+            [run_job(job) for job in row_group_jobs(batch, schema, options, None, 0, planner)]
+        )
         ours.append(time.perf_counter() - start)
         start = time.perf_counter()
         sink = pa.BufferOutputStream()
