@@ -82,6 +82,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=3, help="bulk: best of N")
     parser.add_argument("--appenders", type=int, default=16, help="group commit: tasks")
     parser.add_argument("--group-rows", type=int, default=1_000, help="group commit: rows each")
+    parser.add_argument(
+        "--group-window", type=int, default=4, help="group commit: tickets in flight per task"
+    )
     parser.add_argument("--only", choices=["stream", "bulk", "durable"], help="run one section")
     args = parser.parse_args(argv)
     if args.quick:
