@@ -3,6 +3,10 @@
 Used from a worker thread by the async shell. Offsets come from the actions (never ``tell()``);
 writes use ``os.pwrite`` in a loop until every byte is written. The directory is locked with
 ``flock`` on ``_pm`` so that two writers never append to the same live file.
+
+``Fsync`` runs as ``fdatasync`` (:func:`sync_fd`; ``fsync`` where the platform has no
+``fdatasync``): a live file's writes append (fdatasync makes the new size durable with the
+bytes) or overwrite in place, and no other inode metadata (times) is ever needed back.
 """
 
 from __future__ import annotations
@@ -16,10 +20,35 @@ from pathlib import Path
 from streamwrite.errors import StreamwriteIOError
 from streamwrite.layout.actions import Action, Fsync, LiveFileName, Truncate, WriteAt
 
-__all__ = ["ActionHook", "LiveFileIO", "fsync_directory"]
+__all__ = ["ActionHook", "LiveFileIO", "fsync_directory", "pwrite_all", "sync_fd"]
 
 ActionHook = Callable[[Action], None]
 """Called before each action; tests raise from it to inject failures between actions."""
+
+
+def sync_fd(fd: int, *, data_only: bool = True) -> None:
+    """Make the file's data durable: ``fdatasync`` (the data and the metadata needed to read
+    it back, such as its size), or a full ``fsync`` when not ``data_only`` or where the
+    platform has no ``fdatasync``."""
+    if data_only and hasattr(os, "fdatasync"):
+        os.fdatasync(fd)
+    else:
+        os.fsync(fd)
+
+
+def pwrite_all(fd: int, data: bytes | memoryview, offset: int) -> None:
+    """Write every byte of ``data`` at ``offset`` (``pwrite`` in a loop).
+
+    Raises:
+        OSError: a write failed or wrote nothing.
+    """
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        if written <= 0:
+            raise OSError(errno.EIO, "pwrite wrote nothing")
+        view = view[written:]
+        offset += written
 
 
 def fsync_directory(path: Path) -> None:
@@ -103,16 +132,9 @@ class LiveFileIO:
                 if self.hook is not None:
                     self.hook(action)
                 if isinstance(action, WriteAt):
-                    view = memoryview(action.data)
-                    offset = action.offset
-                    while view:
-                        written = os.pwrite(fd, view, offset)
-                        if written <= 0:
-                            raise OSError(errno.EIO, "pwrite wrote nothing")
-                        view = view[written:]
-                        offset += written
+                    pwrite_all(fd, action.data, action.offset)
                 elif isinstance(action, Fsync):
-                    os.fsync(fd)
+                    sync_fd(fd)
                 elif isinstance(action, Truncate):
                     os.ftruncate(fd, action.size)
             except OSError as exc:

@@ -30,9 +30,10 @@ from streamwrite.crypto.live_keys import decryption_for
 from streamwrite.encode import as_table, check_values, row_group_jobs
 from streamwrite.errors import ConfigError, StaleBatchError, StateError
 from streamwrite.format.txn import DATA_FILE, PENDING_DATA_FILE, Segment, TxnRecord
+from streamwrite.layout.actions import CommitSegment
 from streamwrite.layout.batch_ids import BatchDecision, check_batch_id
 from streamwrite.layout.table import CommitPolicy, TableMachine, TableState
-from streamwrite.live.file import EncodedRowGroup, LiveFile, open_live_file
+from streamwrite.live.file import EncodedRowGroup, LiveFile, open_live_file, sync_live_files
 from streamwrite.options import make_write_options
 from streamwrite.pool.executor import Executor
 from streamwrite.table.recovery import TableLock, segment_numbers, sweep_retired
@@ -320,15 +321,19 @@ class Table:
             )
             try:
                 groups = {name: by_segment(unit.parts[name]) for name in unit.parts}
+                written: list[tuple[CommitSegment, LiveFile, Segment]] = []
                 for action in self._machine.begin_commit(unit.plan):
                     live, row_groups = groups[action.partition].pop(0)
                     assert live.path.name == action.segment
                     assert len(row_groups) == action.num_row_groups
-                    commit = await live.commit_encoded(row_groups, ((KV_TXN, marker),))
-                    self._machine.segment_committed(
-                        action,
-                        Segment(live.path.name, commit.parquet_size, commit.footer_checksum),
-                    )
+                    commit = await live.write_encoded(row_groups, ((KV_TXN, marker),))
+                    segment = Segment(live.path.name, commit.parquet_size, commit.footer_checksum)
+                    written.append((action, live, segment))
+                # Sync round 1: every segment's data and _pm; round 2 is the _txn publish.
+                # Reported only now: the machine lets a segment close once its row groups are.
+                await anyio.to_thread.run_sync(sync_live_files, [live for _, live, _ in written])
+                for action, _, segment in written:
+                    self._machine.segment_committed(action, segment)
                 record = self._machine.finish_commit(unit.plan)
             except BaseException as exc:
                 self._fail(exc)

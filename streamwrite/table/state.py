@@ -53,6 +53,7 @@ __all__ = [
     "by_segment",
     "read_snapshot",
     "segment_data_path",
+    "read_txn_bytes",
     "snapshot_of",
     "write_txn",
 ]
@@ -293,15 +294,25 @@ def by_segment(
     return groups
 
 
+def read_txn_bytes(path: Path) -> bytes | None:
+    """The bytes of the table's ``_txn`` now (None: there is none)."""
+    try:
+        return (path / TXN_FILE).read_bytes()
+    except FileNotFoundError:
+        return None
+
+
 def write_txn(path: Path, record: TxnRecord) -> None:
-    """Publish ``record`` atomically: the actions of :func:`streamwrite.layout.table.publish_txn`
-    (temporary file, fsync, rename, directory fsync), blocking.
+    """Publish ``record``: the actions of :func:`streamwrite.layout.table.publish_txn` for the
+    ``_txn`` there now (one slot written in place and one ``fdatasync``; or temporary file,
+    fdatasync, rename, directory fsync), blocking.
 
     Raises:
         StreamwriteIOError: an action failed (``_txn`` is the old record or the new one).
+        CorruptFileError: the ``_txn`` there has an intact slot of an unknown format version.
     """
     try:
-        run_file_actions(path, publish_txn(record))
+        run_file_actions(path, publish_txn(record, read_txn_bytes(path)))
     except StreamwriteIOError as exc:
         cause = exc.__cause__ or exc
         raise StreamwriteIOError(f"Publishing {str(path / TXN_FILE)!r} failed: {cause}.") from cause

@@ -11,7 +11,15 @@ from pathlib import Path
 import pytest
 
 from streamwrite.errors import CorruptFileError, StateError
-from streamwrite.format.txn import DATA_FILE, TXN_FILE, Retired, Segment, TxnRecord, decode_txn
+from streamwrite.format.txn import (
+    DATA_FILE,
+    FORMAT_VERSION,
+    TXN_FILE,
+    Retired,
+    Segment,
+    TxnRecord,
+    decode_txn,
+)
 from streamwrite.layout.actions import (
     CommitSegment,
     FsyncDirectory,
@@ -210,7 +218,7 @@ def test_plan_recovery() -> None:
         FsyncDirectory("."),
         RemoveTree(f"{DAY}/seg-000003"),
         FsyncDirectory(DAY),
-        RecoverSegment(f"{DAY}/seg-000002", 50),
+        RecoverSegment(f"{DAY}/seg-000002", 50, 2),
     )
     with pytest.raises(CorruptFileError, match="does not end at its listed size 50"):
         verify_recovery(record, listing, "t")
@@ -248,7 +256,7 @@ def test_plan_migration_renames_what_is_left_then_publishes() -> None:
     names = {"2026-11-21": "ts_day=2026-11-21", "2026-11-22": "ts_day=2026-11-22"}
     existing = frozenset({"2026-11-21", "ts_day=2026-11-22", "_txn"})  # one done before a crash
     migrated, actions = plan_migration(record, names, existing)
-    assert migrated.version == 5 and migrated.format_version == 3
+    assert migrated.version == 5 and migrated.format_version == FORMAT_VERSION
     assert set(migrated.partitions) == set(names.values())
     assert actions == (
         Rename("2026-11-21", "ts_day=2026-11-21"),
