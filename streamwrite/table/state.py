@@ -34,8 +34,8 @@ from streamwrite.format.txn import (
     TXN_FILE,
     Segment,
     TxnRecord,
-    decode_txn,
 )
+from streamwrite.io.txn import read_txn
 from streamwrite.layout.table import TableUnit, publish_txn
 from streamwrite.live.file import EncodedRowGroup, LiveFile
 from streamwrite.options import CompactionPolicy
@@ -178,7 +178,7 @@ class TableSnapshot:
             with ParquetFile(self.path / name, snapshot=size, decryption=decryption) as segment:
                 tables.append(segment.read(columns))
         if not tables:
-            schema = decode_arrow_schema(decode_txn((self.path / TXN_FILE).read_bytes()).schema)
+            schema = decode_arrow_schema(read_txn(self.path).schema)
             return (
                 schema if columns is None else pa.schema([schema.field(c) for c in columns])
             ).empty_table()
@@ -215,7 +215,7 @@ def snapshot_of(
 
 def read_snapshot(path: Path) -> TableSnapshot:
     """The newest committed snapshot of the table at ``path`` (from its ``_txn``; no pin)."""
-    return snapshot_of(path, decode_txn((path / TXN_FILE).read_bytes()))
+    return snapshot_of(path, read_txn(path))
 
 
 @dataclass

@@ -34,6 +34,7 @@ from streamwrite.format.txn import (
     read_txn_slots,
     txn_slot_size,
 )
+from streamwrite.io.txn import read_txn
 
 DAY = "ts_day=2026-11-22"
 FULL = os.environ.get("STREAMWRITE_TORN_FULL", "") not in ("", "0")
@@ -160,8 +161,9 @@ def test_format_3_json_is_still_read() -> None:
 
 def test_a_reader_racing_in_place_writes_sees_whole_versions(tmp_path: Path) -> None:
     """A thread writes versions 2..N in place (``pwrite`` of one slot) while this thread reads
-    the file whole and decodes it: every read is some whole version, never older than one the
-    writer finished before the read began."""
+    the file whole and decodes it (:func:`streamwrite.io.txn.read_txn`, what every reader
+    calls): every read is some whole version, never older than one the writer finished before
+    the read began."""
     path = tmp_path / "_txn"
     path.write_bytes(encode_txn(_record(1, 2), MIN_SLOT_SIZE))
     num_versions = 400 if not FULL else 5000
@@ -184,7 +186,7 @@ def test_a_reader_racing_in_place_writes_sees_whole_versions(tmp_path: Path) -> 
     reads = 0
     while not done.is_set() or reads < 10:
         floor = finished[0]
-        record = decode_txn(path.read_bytes())
+        record = read_txn(tmp_path)  # what every reader calls
         assert record.version >= floor
         assert record == _record(record.version, 1 + record.version % 7)
         reads += 1
