@@ -52,10 +52,17 @@ from streamwrite.errors import (
     EncryptionError,
     StateError,
     StreamwriteError,
+    StreamwriteIOError,
 )
 from streamwrite.format.chunk import EncodedChunk
 from streamwrite.format.sidecar.codec import SidecarWriter, read_sidecar
-from streamwrite.io.local import ActionHook, LiveFileIO, fsync_directory
+from streamwrite.io.local import (
+    ActionHook,
+    LiveFileIO,
+    SyncCall,
+    fsync_directory,
+    run_sync_round,
+)
 from streamwrite.layout.actions import LiveFileName, Truncate
 from streamwrite.layout.appender import Appender, Commit, rebuild_sidecar
 from streamwrite.layout.file_writer import FileWriter
@@ -550,16 +557,13 @@ class LiveFile:
             raise
         return pending.commit
 
-    def _sync_pending(self) -> Commit:
-        """Run the sync round of the commit :meth:`write_encoded` left pending (blocking)."""
-        appender = self._appender
-        syncs = appender.pending_syncs()
+    def _pending_sync_calls(self) -> list[SyncCall]:
+        """The sync round of the commit :meth:`write_encoded` left pending."""
         try:
-            self._io.run(syncs)
+            return self._io.sync_calls(self._appender.pending_syncs())
         except BaseException:
-            appender.fail()
+            self._appender.fail()
             raise
-        return appender.confirm()
 
     def _commit_sync(
         self, row_groups: Sequence[EncodedRowGroup], key_value_metadata: Sequence[tuple[str, str]]
@@ -632,16 +636,31 @@ class LiveFile:
 
 def sync_live_files(files: Sequence[LiveFile]) -> list[Commit]:
     """The sync round of a table commit (blocking; run it in a worker thread): make the
-    commits :meth:`LiveFile.write_encoded` left pending in ``files`` durable, in order
-    (``fdatasync`` of each ``data.parquet`` and ``_pm``), and acknowledge them.
+    commits :meth:`LiveFile.write_encoded` left pending in ``files`` durable (``fdatasync`` of
+    each ``data.parquet`` and ``_pm``, all at once: :func:`streamwrite.io.local.run_sync_round`)
+    and acknowledge them.
 
     Returns:
         The commits, one per file.
 
     Raises:
-        StreamwriteIOError: a sync failed; that file is poisoned (and the table with it).
+        StreamwriteIOError: a sync failed; every file of the round is poisoned (and the table
+            with them): none of their commits is acknowledged.
     """
-    return [live._sync_pending() for live in files]
+    calls: list[SyncCall] = []
+    try:
+        for live in files:
+            calls += live._pending_sync_calls()
+        failed = run_sync_round(calls)
+        if failed:
+            raise StreamwriteIOError(
+                f"The sync round of a table commit failed: {'; '.join(failed)}."
+            )
+    except BaseException:
+        for live in files:
+            live._appender.fail()
+        raise
+    return [live._appender.confirm() for live in files]
 
 
 async def open_live_file(
