@@ -22,20 +22,28 @@ Recovery, given the newest ``_txn`` (``format/txn.py`` states the rules; the pla
 :func:`streamwrite.layout.table_recovery.plan_recovery`, run off the event loop)::
 
     partition dir not in _txn                 never published: delete it
-    segment dir listed                        committed size == listed: keep (a torn tail
-                                              past it is truncated)
-                                              ahead of _txn: roll back to the listed size
-                                              behind, or missing: CorruptFileError
+    segment dir listed                        clean (data.parquet and its _pm's newest
+                                              commit both at the listed size): keep
+                                              otherwise: bring it to exactly the _txn version
+                                              (live.file.recover_at): data.parquet must reach
+                                              the listed size with the footer XXH64 _txn
+                                              recorded (else CorruptFileError, nothing
+                                              changed); _pm kept if it holds that version
+                                              intact, else rebuilt from the footer chain;
+                                              both cut back to that version
     segment dir retired                       keep until the grace period passes (sweep);
                                               its data.parquet (a crash right after the
                                               swap) is renamed to _data.retired
     segment dir neither listed nor retired    never published (creation or compaction
                                               crashed before its _txn): delete it
 
-No segment stays open: each is checked through its ``_pm`` (the last footer names the
-committed parquet size) and the size of its ``data.parquet``, and opened, which recovers it,
-only when either disagrees with ``_txn``: after an open, every listed ``data.parquet`` ends at
-its committed footer, as engines reading the table directory need. The table opens a
+A table commit syncs its segments' data and ``_pm`` in one round, in no order the disk
+promises, and only then writes ``_txn`` (:mod:`streamwrite.layout.appender`): after a power
+loss a segment's ``_pm`` may name a commit whose blocks or data never reached the disk, so it
+is never trusted beyond ``_txn``. No segment stays open: each is checked through its ``_pm``
+and the size of its ``data.parquet``, and recovered only when either disagrees with ``_txn``:
+after an open, every listed ``data.parquet`` ends at its committed footer, as engines reading
+the table directory need. The table opens a
 partition's newest segment when it first appends to it.
 """
 
