@@ -524,7 +524,7 @@ class LiveFile:
         async with self._lock:
             return await anyio.to_thread.run_sync(self._commit_sync, row_groups, key_value_metadata)
 
-    async def write_encoded(
+    async def _write_encoded(
         self,
         row_groups: Sequence[EncodedRowGroup],
         key_value_metadata: Sequence[tuple[str, str]] = (),
@@ -558,7 +558,7 @@ class LiveFile:
         return pending.commit
 
     def _pending_sync_calls(self) -> list[SyncCall]:
-        """The sync round of the commit :meth:`write_encoded` left pending."""
+        """The sync round of the commit :meth:`_write_encoded` left pending."""
         try:
             return self._io.sync_calls(self._appender.pending_syncs())
         except BaseException:
@@ -636,7 +636,7 @@ class LiveFile:
 
 def sync_live_files(files: Sequence[LiveFile]) -> list[Commit]:
     """The sync round of a table commit (blocking; run it in a worker thread): make the
-    commits :meth:`LiveFile.write_encoded` left pending in ``files`` durable (``fdatasync`` of
+    commits :meth:`LiveFile._write_encoded` left pending in ``files`` durable (``fdatasync`` of
     each ``data.parquet`` and ``_pm``, all at once: :func:`streamwrite.io.local.run_sync_round`)
     and acknowledge them.
 

@@ -326,7 +326,7 @@ class Table:
                     live, row_groups = groups[action.partition].pop(0)
                     assert live.path.name == action.segment
                     assert len(row_groups) == action.num_row_groups
-                    commit = await live.write_encoded(row_groups, ((KV_TXN, marker),))
+                    commit = await live._write_encoded(row_groups, ((KV_TXN, marker),))
                     segment = Segment(live.path.name, commit.parquet_size, commit.footer_checksum)
                     written.append((action, live, segment))
                 # Sync round 1: every segment's data and _pm; round 2 is the _txn publish.
