@@ -17,6 +17,7 @@ renamed or deleted afterwards. :func:`segment_data_path` answers the same questi
 
 from __future__ import annotations
 
+import os
 import weakref
 from collections import Counter
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ import pyarrow as pa
 from streamwrite.arrow.schema import decode_arrow_schema
 from streamwrite.crypto.decryption import DecryptionConfig
 from streamwrite.errors import CorruptFileError, StreamwriteIOError
+from streamwrite.format.sidecar.codec import parquet_footer_checksum
 from streamwrite.format.txn import (
     DATA_FILE,
     RETIRED_DATA_FILE,
@@ -145,6 +147,9 @@ class TableSnapshot:
     files: tuple[tuple[str, int], ...]
     """``(partition/segment, committed data.parquet size)``, in row order."""
     _pin: _Pin | None = field(default=None, compare=False, repr=False)
+    footer_checksums: tuple[int | None, ...] = field(default=(), compare=False, repr=False)
+    """The XXH64 ``_txn`` recorded for each segment's Parquet footer (None: not recorded;
+    empty: unknown), in the order of :attr:`files`."""
 
     def __post_init__(self) -> None:
         if self._pin is not None:
@@ -170,13 +175,19 @@ class TableSnapshot:
             CorruptFileError: a segment is missing, or damaged (as :func:`read_table`).
         """
         tables = []
-        for name, size in self.files:
+        for index, (name, size) in enumerate(self.files):
             if not (self.path / name).is_dir():
                 raise _missing(self.path / name)
             # The segment as a live file: _pm's CRC, the footer's XXH64 and schema are checked
             # (its data file is data.parquet, or _data.retired once compaction retired it).
-            with ParquetFile(self.path / name, snapshot=size, decryption=decryption) as segment:
-                tables.append(segment.read(columns))
+            try:
+                with ParquetFile(self.path / name, snapshot=size, decryption=decryption) as segment:
+                    tables.append(segment.read(columns))
+            except CorruptFileError:
+                table = self._read_by_txn_checksum(index, columns, decryption)
+                if table is None:
+                    raise
+                tables.append(table)
         if not tables:
             schema = decode_arrow_schema(read_txn(self.path).schema)
             return (
@@ -191,6 +202,33 @@ class TableSnapshot:
                     0,
                 )
         return pa.concat_tables(tables)
+
+    def _read_by_txn_checksum(
+        self, index: int, columns: list[str] | None, decryption: DecryptionConfig | None
+    ) -> pa.Table | None:
+        """The rows of segment ``index`` read from its data file alone, when its ``_pm`` is
+        unreadable: inside a table ``_pm`` is no commit point, so a power loss may leave its
+        header naming a commit whose blocks never landed until the writer reopens the table.
+        The Parquet footer at the committed size must have the XXH64 ``_txn`` recorded.
+
+        Returns:
+            The rows, or None when ``_txn`` recorded no checksum or the footer is not that one.
+        """
+        if index >= len(self.footer_checksums) or self.footer_checksums[index] is None:
+            return None
+        name, size = self.files[index]
+        with open(segment_data_path(self.path / name), "rb") as f:
+            tail = os.pread(f.fileno(), 8, size - 8)
+            if len(tail) != 8:
+                return None
+            footer_size = int.from_bytes(tail[:4], "little") + 8
+            if footer_size > size:
+                return None
+            footer = os.pread(f.fileno(), footer_size, size - footer_size)
+            if parquet_footer_checksum(footer) != self.footer_checksums[index]:
+                return None
+            with ParquetFile(f, snapshot=size, decryption=decryption) as segment:
+                return segment.read(columns)
 
     def release(self) -> None:
         """Let compaction delete the segments this snapshot reads (idempotent)."""
@@ -210,7 +248,12 @@ def snapshot_of(
     """The snapshot of ``record``, pinned in ``registry`` if given."""
     files = record.files()
     pin = None if registry is None else _Pin(registry, tuple(name for name, _ in files))
-    return TableSnapshot(path, record.version, files, pin)
+    checksums = tuple(
+        segment.footer_xxh64
+        for partition in sorted(record.partitions)
+        for segment in record.partitions[partition]
+    )
+    return TableSnapshot(path, record.version, files, pin, checksums)
 
 
 def read_snapshot(path: Path) -> TableSnapshot:
