@@ -28,12 +28,37 @@ Appends go to a partition's newest segment; once it holds ``segment_row_groups``
 the next row group starts a new segment, so footers (rewritten at every commit) and the dead
 bytes of old footers stay bounded, and sealed segments are never written again: compaction
 merges them into a new segment and swaps it in, in one ``_txn`` version. Segment numbers only
-grow; a published name is never reused. ``_txn`` is replaced atomically (written to a
-temporary name, fsynced, renamed over the old one, directory fsynced), so a reader sees one
-whole version or the next. Layout (UTF-8 JSON, keys sorted)::
+grow; a published name is never reused.
+
+``_txn`` (format 4) is a fixed-size file of two **slots** updated in place, as LMDB's meta pages
+or QuestDB's ``_txn``: version ``v`` of the record is written into slot ``v % 2``, over version
+``v - 2``, and made durable with one ``fdatasync``; the slot holding version ``v - 1`` is not
+touched, so a crash (or a reader racing the write) finds the new version or the previous one,
+never a torn one: each slot carries a CRC32, and the newest intact slot wins. Layout (little
+endian; the file is exactly ``2 * slot_size`` bytes, slot ``i`` at offset ``i * slot_size``)::
+
+    offset  size  slot header
+    0       4     magic b"SWTX"
+    4       4     u32 format version (4)
+    8       4     u32 slot_size (a power of two >= 4096; both slots have it)
+    12      4     u32 payload_size
+    16      8     u64 record version (the "version" of the payload)
+    24      4     u32 CRC32 of bytes [0, 24) then the payload
+    28      4     zero
+    32      payload_size  the record: UTF-8 JSON, keys sorted, no spaces (below)
+    ...           zeros up to slot_size
+
+A slot whose magic, format version, slot size, payload size or CRC32 is wrong is ignored (a torn
+write, or the empty slot of a new file); a file with no intact slot is a CorruptFileError. When
+a record outgrows its slot (its slot holds at most ``slot_size - 32`` payload bytes), on a
+table's first write, and when a format 2 or 3 table is migrated, the whole file is rewritten with
+new slots (the record in slot ``version % 2``, the other slot zero) through the atomic path:
+temporary file, ``fdatasync``, rename over ``_txn``, ``fsync`` of the table directory
+(:func:`streamwrite.layout.table.publish_txn` decides). The record (format 4 JSON, the same
+keys as format 3)::
 
     {
-      "format": "streamwrite.txn",        "format_version": 3,
+      "format": "streamwrite.txn",        "format_version": 4,
       "version": 12,                      every table commit adds one
       "schema": "<base64>",               the table's Arrow schema (as ARROW:schema)
       "timestamp": "ts" | null,           the designated timestamp column
@@ -51,25 +76,32 @@ whole version or the next. Layout (UTF-8 JSON, keys sorted)::
       "crc32": 3735928559                 CRC32 of the record serialized without this key
     }
 
-Format version 2 named partition directories by their bare value (``2026-11-22``) and kept a
-retired segment's ``data.parquet`` in place. Version 2 records are still read (their
-directory names are their partition names); a writer opening such a table migrates it
-(``streamwrite.table.recovery``: rename the partition directories, then publish version 3), and
-only version 3 records are written.
+Format version 3 wrote the same JSON record (``"format_version": 3``, indented) as the whole
+``_txn`` file, replaced by rename at every commit. Format version 2 named partition directories
+by their bare value (``2026-11-22``) and kept a retired segment's ``data.parquet`` in place.
+Both are still read (:func:`decode_txn` takes every format; a version 2 table's directory names
+are its partition names); a writer opening such a table migrates it
+(``streamwrite.table.recovery``: for version 2 rename the partition directories; then publish
+version 4 through the atomic path), and only version 4 is written.
 
 Rules: a segment's live file may be ahead of ``_txn`` (its commit happened, the table's did
-not): opening the table rolls it back to the recorded size. A segment behind ``_txn`` or
-missing is damage. A segment directory that ``_txn`` neither lists nor retires was never
-published (a crash while creating it or while compacting) and is deleted on open; a retired
-segment whose data file is still ``data.parquet`` (a crash right after the swap) is retired
-on open. A batch ``(app_id, batch_id)`` with ``batch_id <= applied[app_id]`` is already
-committed and is skipped (the exactly-once pattern of Delta Lake's txnAppId/txnVersion).
+not): opening the table rolls it back to the recorded size, rebuilding its ``_pm`` from the
+Parquet footer chain if the crash left that damaged (inside a table the ``_pm`` header is not a
+commit point: it may reach the disk before its blocks). A segment whose ``data.parquet`` is
+shorter than its recorded size, or whose Parquet footer there does not decode or has another
+XXH64 than the one recorded, or missing, is damage. A segment directory that ``_txn`` neither
+lists nor retires was never published (a crash while creating it or while compacting) and is
+deleted on open; a retired segment whose data file is still ``data.parquet`` (a crash right
+after the swap) is retired on open. A batch ``(app_id, batch_id)`` with
+``batch_id <= applied[app_id]`` is already committed and is skipped (the exactly-once
+pattern of Delta Lake's txnAppId/txnVersion).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import struct
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -83,14 +115,20 @@ __all__ = [
     "PENDING_DATA_FILE",
     "READABLE_FORMAT_VERSIONS",
     "RETIRED_DATA_FILE",
+    "SLOT_HEADER_SIZE",
     "TXN_FILE",
     "UNPARTITIONED",
     "UNPARTITIONED_COLUMN",
     "Retired",
     "Segment",
     "TxnRecord",
+    "TxnSlots",
     "decode_txn",
     "encode_txn",
+    "encode_txn_payload",
+    "encode_txn_slot",
+    "read_txn_slots",
+    "txn_slot_size",
     "segment_name",
     "segment_number",
 ]
@@ -101,8 +139,17 @@ UNPARTITIONED_COLUMN = "sw_partition"
 UNPARTITIONED = f"{UNPARTITIONED_COLUMN}=all"
 """The one partition of an unpartitioned table (format 3; format 2 named it ``all``)."""
 FORMAT = "streamwrite.txn"
-FORMAT_VERSION = 3
-READABLE_FORMAT_VERSIONS = (2, 3)
+FORMAT_VERSION = 4
+READABLE_FORMAT_VERSIONS = (2, 3, 4)
+JSON_FORMAT_VERSIONS = (2, 3)
+"""Formats whose whole ``_txn`` file is the JSON record (format 4 keeps it in slots)."""
+SLOT_MAGIC = b"SWTX"
+SLOT_HEADER_SIZE = 32
+MIN_SLOT_SIZE = 4096
+MAX_SLOT_SIZE = 1 << 30
+_SLOT_HEADER = struct.Struct("<4sIIIQ")
+"""magic, format version, slot size, payload size, record version (the CRC32 follows)."""
+_CRC = struct.Struct("<II")
 DATA_FILE = "data.parquet"
 """The data file of a published (listed) segment."""
 PENDING_DATA_FILE = "_data.pending"
@@ -156,7 +203,8 @@ class TxnRecord:
     applied: dict[str, int] = field(default_factory=dict)
     retired: tuple[Retired, ...] = ()
     format_version: int = FORMAT_VERSION
-    """3; 2 for a record read from a table not migrated yet (partitions named by value)."""
+    """4; 2 or 3 for a record read from a table not migrated yet (format 2: partitions named
+    by value)."""
 
     def is_applied(self, app_id: str, batch_id: int) -> bool:
         """True when ``(app_id, batch_id)`` was committed before (or an earlier batch id)."""
@@ -283,8 +331,8 @@ def _dumps(body: dict[str, Any]) -> bytes:
     return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
 
-def encode_txn(record: TxnRecord) -> bytes:
-    """Returns: the ``_txn`` file contents for ``record``.
+def encode_txn_payload(record: TxnRecord) -> bytes:
+    """Returns: the JSON record of ``record`` (what one slot holds after its header).
 
     Raises:
         ValueError: ``record`` is in an older format (migrate it with :meth:`TxnRecord.renamed`).
@@ -296,27 +344,172 @@ def encode_txn(record: TxnRecord) -> bytes:
         )
     body = _body(record)
     body["crc32"] = zlib.crc32(_dumps(body))
-    return json.dumps(body, sort_keys=True, indent=1).encode() + b"\n"
+    return _dumps(body)
+
+
+def txn_slot_size(payload_size: int) -> int:
+    """The slot size for a new ``_txn`` file whose record has ``payload_size`` bytes: the
+    smallest power of two >= 4096 holding twice the slot header and payload (room to grow
+    before the next rewrite).
+
+    Raises:
+        ValueError: the record does not fit the largest slot (1 GiB).
+    """
+    slot_size = MIN_SLOT_SIZE
+    while slot_size < 2 * (SLOT_HEADER_SIZE + payload_size):
+        slot_size *= 2
+    if slot_size > MAX_SLOT_SIZE:
+        raise ValueError(f"A _txn record of {payload_size} bytes is too large.")
+    return slot_size
+
+
+def encode_txn_slot(record: TxnRecord, slot_size: int, payload: bytes | None = None) -> bytes:
+    """One slot of ``slot_size`` bytes holding ``record`` (its payload, if already encoded).
+
+    Raises:
+        ValueError: the record does not fit the slot, or is in an older format.
+    """
+    if payload is None:
+        payload = encode_txn_payload(record)
+    if SLOT_HEADER_SIZE + len(payload) > slot_size:
+        raise ValueError(
+            f"A _txn record of {len(payload)} bytes does not fit a {slot_size}-byte slot."
+        )
+    head = _SLOT_HEADER.pack(SLOT_MAGIC, FORMAT_VERSION, slot_size, len(payload), record.version)
+    crc = zlib.crc32(payload, zlib.crc32(head))
+    slot = head + _CRC.pack(crc, 0) + payload
+    return slot + bytes(slot_size - len(slot))
+
+
+def encode_txn(record: TxnRecord, slot_size: int | None = None) -> bytes:
+    """Returns: a whole new ``_txn`` file holding ``record`` in slot ``version % 2`` (the
+    other slot zero), with slots of ``slot_size`` bytes (default :func:`txn_slot_size`).
+
+    Raises:
+        ValueError: ``record`` is in an older format (migrate it with :meth:`TxnRecord.renamed`),
+            or does not fit ``slot_size``.
+    """
+    payload = encode_txn_payload(record)
+    if slot_size is None:
+        slot_size = txn_slot_size(len(payload))
+    slot = encode_txn_slot(record, slot_size, payload)
+    empty = bytes(slot_size)
+    return slot + empty if record.version % 2 == 0 else empty + slot
+
+
+@dataclass(frozen=True, slots=True)
+class TxnSlots:
+    """The intact slots of a format-4 ``_txn`` file (what a writer needs to update it)."""
+
+    slot_size: int
+    versions: tuple[int | None, int | None]
+    """The record version in each slot (None: torn, damaged or empty)."""
+
+    @property
+    def newest(self) -> int | None:
+        """The slot holding the newest version (None: no slot is intact)."""
+        intact = [(v, i) for i, v in enumerate(self.versions) if v is not None]
+        return max(intact)[1] if intact else None
+
+
+def _slot_version(slot: memoryview, slot_size: int) -> int | None:
+    """The record version of an intact slot, else None. An intact slot of another format
+    version raises (a newer streamwrite wrote it)."""
+    if len(slot) < SLOT_HEADER_SIZE or bytes(slot[:4]) != SLOT_MAGIC:
+        return None
+    _, format_version, size, payload_size, version = _SLOT_HEADER.unpack_from(slot)
+    (crc, _) = _CRC.unpack_from(slot, _SLOT_HEADER.size)
+    if size != slot_size or payload_size > slot_size - SLOT_HEADER_SIZE:
+        return None
+    payload = slot[SLOT_HEADER_SIZE : SLOT_HEADER_SIZE + payload_size]
+    if zlib.crc32(payload, zlib.crc32(slot[: _SLOT_HEADER.size])) != crc:
+        return None
+    if format_version != FORMAT_VERSION:
+        raise CorruptFileError(
+            f"The table's _txn slot has format version {format_version}, not one of "
+            f"{READABLE_FORMAT_VERSIONS} (a newer streamwrite wrote it?).",
+            0,
+        )
+    return int(version)
+
+
+def read_txn_slots(data: bytes) -> TxnSlots | None:
+    """The slots of a ``_txn`` file in format 4; None for a file that is not (format 2 or 3
+    JSON, or not a slot file at all).
+
+    Raises:
+        CorruptFileError: an intact slot of an unknown format version.
+    """
+    slot_size = len(data) // 2
+    if (
+        len(data) % 2
+        or not MIN_SLOT_SIZE <= slot_size <= MAX_SLOT_SIZE
+        or slot_size & (slot_size - 1)
+        or SLOT_MAGIC not in (data[:4], data[slot_size : slot_size + 4])
+    ):
+        return None
+    view = memoryview(data)
+    return TxnSlots(
+        slot_size,
+        (_slot_version(view[:slot_size], slot_size), _slot_version(view[slot_size:], slot_size)),
+    )
 
 
 def decode_txn(data: bytes) -> TxnRecord:
-    """Parse and check a ``_txn`` file.
+    """Parse and check a ``_txn`` file of any readable format: the newest intact slot of a
+    format-4 file, or the JSON record of a format 2 or 3 file. Every reader of ``_txn`` goes
+    through it.
 
     Returns:
         The record.
 
     Raises:
-        CorruptFileError: not a valid, intact streamwrite transaction record.
+        CorruptFileError: not a valid, intact streamwrite transaction record (a slot file with
+            no intact slot: both fail their CRC32).
     """
+    if data[:1] == b"{":
+        return _decode_json(data, JSON_FORMAT_VERSIONS)
+    slots = read_txn_slots(data)
+    if slots is None:
+        raise CorruptFileError(
+            f"The table's _txn record is invalid: its {len(data)} bytes are neither a JSON "
+            "record nor two slots.",
+            0,
+        )
+    newest = slots.newest
+    if newest is None:
+        raise CorruptFileError(
+            "The table's _txn record is invalid: no slot is intact (each fails its CRC32, "
+            "magic or size check).",
+            0,
+        )
+    offset = newest * slots.slot_size
+    (payload_size,) = struct.unpack_from("<I", data, offset + 12)
+    start = offset + SLOT_HEADER_SIZE
+    record = _decode_json(data[start : start + payload_size], (FORMAT_VERSION,))
+    if record.version != slots.versions[newest]:
+        raise CorruptFileError(
+            f"The table's _txn slot {newest} says version {slots.versions[newest]} but holds "
+            f"the record of version {record.version}.",
+            offset,
+        )
+    return record
+
+
+def _decode_json(data: bytes, formats: tuple[int, ...]) -> TxnRecord:
     try:
         body = json.loads(data)
         if not isinstance(body, dict) or body.get("format") != FORMAT:
             raise ValueError("not a streamwrite.txn record")
         format_version = body.get("format_version")
-        if format_version not in READABLE_FORMAT_VERSIONS:
+        if format_version not in formats:
             raise ValueError(
-                f"format_version {format_version!r} is not one of {READABLE_FORMAT_VERSIONS} "
-                "(a newer streamwrite wrote it?)"
+                f"format_version {format_version!r} is not one of {formats} "
+                + (
+                    "(a newer streamwrite wrote it?)"
+                    if format_version not in READABLE_FORMAT_VERSIONS
+                    else "(here)"
+                )
             )
         crc = body.pop("crc32")
         if zlib.crc32(_dumps(body)) != crc:

@@ -37,8 +37,9 @@ from streamwrite.compaction.policy import (
 )
 from streamwrite.crypto.decryption import DecryptionConfig
 from streamwrite.errors import ConfigError, StreamwriteError
-from streamwrite.format.txn import TXN_FILE, decode_txn
+from streamwrite.format.txn import TXN_FILE
 from streamwrite.inspect.files import Progress, Verification, no_progress, verify_file
+from streamwrite.io.txn import read_txn
 from streamwrite.layout.actions import LiveFileName
 from streamwrite.options import DEFAULT_ROW_GROUP_SIZE
 from streamwrite.table.recovery import LOCK_FILE
@@ -195,7 +196,7 @@ def read_table_record(path: str | Path) -> TableRecord:
         OSError: ``_txn`` cannot be read.
     """
     directory = Path(path)
-    record = decode_txn((directory / TXN_FILE).read_bytes())
+    record = read_txn(directory)
     partitions = tuple(
         PartitionRecord(
             name,

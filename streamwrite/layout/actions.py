@@ -23,6 +23,7 @@ __all__ = [
     "Truncate",
     "WriteAt",
     "WriteFile",
+    "WriteFileAt",
 ]
 
 
@@ -45,7 +46,8 @@ class WriteAt:
 
 @dataclass(frozen=True, slots=True)
 class Fsync:
-    """Make everything written to ``file`` durable."""
+    """Make everything written to ``file`` durable (the shell runs ``fdatasync``: the data and
+    the size, which is all a live file needs)."""
 
     file: LiveFileName
 
@@ -74,10 +76,21 @@ class WriteFile:
 
 
 @dataclass(frozen=True, slots=True)
-class FsyncFile:
-    """Make the contents of the file at ``path`` durable."""
+class WriteFileAt:
+    """Write ``data`` at absolute ``offset`` of the existing file at ``path`` (in place)."""
 
     path: str
+    offset: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class FsyncFile:
+    """Make the contents of the file at ``path`` durable; ``data_only``: its data and the
+    metadata needed to read it back (``fdatasync``), not its times."""
+
+    path: str
+    data_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,15 +128,25 @@ class CommitSegment:
 
 @dataclass(frozen=True, slots=True)
 class RecoverSegment:
-    """Open the live file of segment ``path`` (``partition/segment``), which recovers it, and
-    roll it back to its committed size ``size``; a segment whose newest commit is below
-    ``size`` is a CorruptFileError."""
+    """Bring the live file of segment ``path`` (``partition/segment``) to exactly its ``_txn``
+    version: ``data.parquet`` of ``size`` bytes whose Parquet tail has XXH64 ``footer_xxh64``
+    (None: not recorded), ``_pm`` holding that version (rebuilt from the footer chain if it
+    does not); a ``data.parquet`` shorter than ``size`` or without that footer there is a
+    CorruptFileError (:func:`streamwrite.layout.recovery.plan_recovery_at`)."""
 
     path: str
     size: int
+    footer_xxh64: int | None = None
 
 
 TableAction = (
-    WriteFile | FsyncFile | Rename | FsyncDirectory | RemoveTree | CommitSegment | RecoverSegment
+    WriteFile
+    | WriteFileAt
+    | FsyncFile
+    | Rename
+    | FsyncDirectory
+    | RemoveTree
+    | CommitSegment
+    | RecoverSegment
 )
 """The steps the table machine asks of the shell."""

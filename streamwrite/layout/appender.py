@@ -1,16 +1,32 @@
 """Commit state machine of one live file (DESIGN section 3), without I/O.
 
-A live file is a directory holding ``data.parquet`` and its sidecar ``_pm``. One commit::
+A live file is a directory holding ``data.parquet`` and its sidecar ``_pm``. One commit of a
+bare live file takes two sync rounds::
 
     1. WriteAt(data, size)   new row groups, their bloom filters and page indexes, then a new
                              FileMetaData listing every row group (key/value metadata
                              streamwrite.prev_size and streamwrite.commit_seq), length, "PAR1"
-    2. Fsync(data)
-    3. WriteAt(pm, pm_size)  the new row group blocks, a new footer with the XXH64 of the
+    2. WriteAt(pm, pm_size)  the new row group blocks, a new footer with the XXH64 of the
                              Parquet tail written in step 1, CRC32, trailer
+    3. Fsync(data)           round 1: both files, one after the other in one thread hop
     4. Fsync(pm)
     5. WriteAt(pm, 0)        PARQUET_META_FILE_SIZE = new pm size: the commit point
-    6. Fsync(pm)
+    6. Fsync(pm)             round 2
+
+(``Fsync`` runs as ``fdatasync``: every write either appends, whose new size fdatasync makes
+durable, or overwrites in place; no other metadata matters.) The header is patched only once
+the new blocks and the data are durable, so a crash leaves ``_pm`` naming the previous commit
+(its size field still old) or this one (everything it names durable); recovery truncates the
+torn tails past it. Same outcomes as the five-step protocol with a sync after each write.
+
+Inside a table (``prepare(..., table=True)``) the ``_txn`` publish is the commit point, so the
+header patch is no barrier: the actions are only the writes 1, 2 and 5, and
+:attr:`PendingCommit.syncs` (``Fsync(data)``, ``Fsync(pm)``) are run by the table in one round
+with every other segment of the same table commit, before the ``_txn`` record (round 2). A crash
+may then leave the new ``_pm`` header durable without its blocks, or ``_pm`` durable without the
+data: the table's recovery never trusts a segment's ``_pm`` beyond ``_txn``; it brings the
+segment to the ``_txn`` size (:func:`streamwrite.layout.recovery.plan_recovery_at`), rebuilding
+``_pm`` from the Parquet footer chain when it does not hold that version intact.
 
 States and transitions::
 
@@ -123,6 +139,9 @@ class PendingCommit:
     actions: tuple[Action, ...]
     commit: Commit
     pm_size: int
+    syncs: tuple[Action, ...] = ()
+    """A table commit's sync round (run after ``actions``, with the other segments'); empty
+    for a bare live file, whose ``actions`` hold both rounds."""
 
 
 class AppenderState(Enum):
@@ -411,11 +430,15 @@ class Appender(Generic[EncryptorT]):
         self,
         row_groups: Sequence[tuple[Sequence[EncodedChunk], int]],
         key_value_metadata: Sequence[tuple[str, str]] = (),
+        *,
+        table: bool = False,
     ) -> PendingCommit:
         """Plan a commit appending ``row_groups`` (encoded chunks, row count) in order.
 
         ``key_value_metadata`` goes into this commit's footer only (e.g. the table's
-        ``(app_id, batch_id)`` record), after streamwrite's own keys.
+        ``(app_id, batch_id)`` record), after streamwrite's own keys. With ``table`` the
+        actions are the writes only and :attr:`PendingCommit.syncs` the sync round the table
+        runs before its ``_txn`` (module docstring).
 
         Returns:
             The actions to run and the Commit they produce.
@@ -426,13 +449,14 @@ class Appender(Generic[EncryptorT]):
         """
         self.check_ready()
         self.check_row_group_capacity(len(row_groups))
-        return self._plan(row_groups, prefix=(), key_value_metadata=key_value_metadata)
+        return self._plan(row_groups, prefix=(), key_value_metadata=key_value_metadata, table=table)
 
     def _plan(
         self,
         row_groups: Sequence[tuple[Sequence[EncodedChunk], int]],
         prefix: tuple[tuple[LiveFileName, int, bytes], ...],
         key_value_metadata: Sequence[tuple[str, str]] = (),
+        table: bool = False,
     ) -> PendingCommit:
         writer = self.writer
         data_start = writer.offset  # == parquet_size, or 4 after a new file's magic
@@ -471,14 +495,15 @@ class Appender(Generic[EncryptorT]):
         )
         pm_start = pm_size - len(pm_bytes)
         actions: list[Action] = [WriteAt(f, off, data) for f, off, data in prefix]
-        actions += [
-            WriteAt(DATA, data_start, appended),
-            Fsync(DATA),
-            WriteAt(PM, pm_start, pm_bytes),
-            Fsync(PM),
-            WriteAt(PM, 0, patch_committed_size(pm_size)),
-            Fsync(PM),
-        ]
+        header = WriteAt(PM, 0, patch_committed_size(pm_size))
+        writes = (WriteAt(DATA, data_start, appended), WriteAt(PM, pm_start, pm_bytes))
+        round_1 = (Fsync(DATA), Fsync(PM))
+        syncs: tuple[Action, ...] = ()
+        if table:
+            actions += [*writes, header]
+            syncs = round_1
+        else:
+            actions += [*writes, *round_1, header, Fsync(PM)]
         commit = Commit(
             seq=seq,
             parquet_size=writer.offset,
@@ -487,9 +512,19 @@ class Appender(Generic[EncryptorT]):
             footer_checksum=checksum,
         )
         self.state = AppenderState.COMMITTING
-        self._pending = PendingCommit(tuple(actions), commit, pm_size)
+        self._pending = PendingCommit(tuple(actions), commit, pm_size, syncs)
         self._pending_unused = unused
         return self._pending
+
+    def pending_syncs(self) -> tuple[Action, ...]:
+        """The sync round of the pending table commit (``prepare(..., table=True)``).
+
+        Raises:
+            StateError: no commit in progress.
+        """
+        if self.state != AppenderState.COMMITTING or self._pending is None:
+            raise StateError("pending_syncs() without a commit in progress.")
+        return self._pending.syncs
 
     def confirm(self) -> Commit:
         """Every action of the pending commit succeeded: it is acknowledged.

@@ -27,6 +27,11 @@ Rules (DESIGN section 3):
   and the later footer's first row groups are exactly its row groups. Every version of the
   chain becomes a ``_pm`` footer with the checksum of the tail it was read from, so
   snapshots survive the rebuild.
+- Inside a table the commit point is the table's ``_txn`` and a segment's ``_pm`` header is no
+  barrier (it may be durable before its blocks, ``_pm`` before the data): the table brings each
+  listed segment to exactly its ``_txn`` version with :func:`plan_recovery_at` (verify the
+  Parquet footer at that size against the XXH64 ``_txn`` recorded, keep ``_pm`` if it holds
+  that version intact, else rebuild it, truncate both files), never with :func:`plan_recovery`.
 - Encrypted live files (Parquet modular encryption) end every footer with ``PARE`` (encrypted
   footer: ``FileCryptoMetaData`` then the FOOTER module) or with ``PAR1`` after a signed
   plaintext footer (``FileMetaData`` then a 28-byte nonce || tag). Reading an encrypted footer,
@@ -71,6 +76,7 @@ __all__ = [
     "RecoveryPlan",
     "parse_footer_at",
     "plan_recovery",
+    "plan_recovery_at",
     "plan_rollback",
 ]
 
@@ -464,6 +470,113 @@ def plan_recovery(
         Fsync(LiveFileName.PM),
     ]
     _truncate_data(plan, data_size)
+    return plan
+
+
+def _sidecar_at(pm_data: bytes | None, parquet_size: int) -> tuple[Sidecar, bytes] | str:
+    """The ``_pm`` as of the committed version of size ``parquet_size``, and its bytes (the
+    header's size field patched back to that version), or why there is none."""
+    if not pm_data:
+        return "_pm is missing"
+    try:
+        newest = read_sidecar(pm_data)
+    except UnsupportedError:
+        raise
+    except StreamwriteError as exc:
+        return f"_pm is corrupt ({exc})"
+    for pm_size, footer in newest.footers:
+        if footer.parquet_file_size == parquet_size:
+            view = patch_committed_size(pm_size) + pm_data[8:pm_size]
+            return read_sidecar(view), view
+    return f"_pm does not hold the version of {parquet_size} bytes (stale)"
+
+
+def plan_recovery_at(
+    parquet_size: int,
+    footer_xxh64: int | None,
+    data_size: int,
+    read: ReadAt,
+    pm_data: bytes | None,
+    rebuild: Callable[[list[FooterVersion]], bytes],
+    keys: FooterKeys | None = None,
+) -> RecoveryPlan:
+    """Bring a table's segment to exactly the version its ``_txn`` records: ``data.parquet``
+    of ``parquet_size`` bytes whose Parquet tail has XXH64 ``footer_xxh64`` (None: not
+    recorded). Inside a table ``_pm`` is no commit point (its header may be durable before its
+    blocks, or ``_pm`` before the data), so it is kept only if it holds that version intact
+    (its size field is patched back to it), else rebuilt from the Parquet footer chain ending
+    at ``parquet_size``.
+
+    Actions, in order (each idempotent: a crash between two is recovered by planning again)::
+
+        _pm kept        WriteAt(pm, 0, size field of that version), Fsync(pm)   if it differs
+        _pm rebuilt     Truncate(pm, 0), WriteAt(pm, 0, rebuilt), Fsync(pm)
+        then            Truncate(data, parquet_size), Fsync(data)                if longer
+                        Truncate(pm, its size), Fsync(pm)                        if longer
+
+    Raises:
+        CorruptFileError: damage at or below ``parquet_size``: ``data.parquet`` shorter than
+            it, a damaged leading magic, no decodable footer ending there, a footer XXH64
+            other than ``footer_xxh64``, a footer chain that breaks, or a kept ``_pm`` whose
+            versions disagree with the data.
+        EncryptionError: encrypted footers without ``keys``, or keys that do not open them.
+    """
+    if data_size < parquet_size:
+        raise CorruptFileError(
+            f"data.parquet has {data_size} bytes but the table's _txn records {parquet_size} "
+            "committed: damage inside the committed prefix.",
+            data_size,
+        )
+    magic = bytes(read(0, 4))
+    if magic not in (MAGIC, ENCRYPTED_MAGIC):
+        raise CorruptFileError(
+            f"data.parquet starts with {magic!r}, not PAR1 or PARE: its committed prefix is "
+            "damaged.",
+            0,
+        )
+    newest = parse_footer_at(read, parquet_size, keys)
+    tail_size = newest.footer_length + 8
+    if footer_xxh64 is not None:
+        actual = parquet_footer_checksum(read(newest.footer_offset, tail_size))
+        if actual != footer_xxh64:
+            raise CorruptFileError(
+                f"The Parquet footer of data.parquet at bytes [{newest.footer_offset}, "
+                f"{parquet_size}) has XXH64 {actual:#018x}, but the table's _txn recorded "
+                f"{footer_xxh64:#018x}: damage inside the committed prefix.",
+                newest.footer_offset,
+            )
+    versions = _chain(read, newest, keys)
+    kept = _sidecar_at(pm_data, parquet_size)
+    actions: list[Action] = []
+    if isinstance(kept, tuple):
+        sidecar, pm_bytes = kept
+        _check_committed(sidecar, data_size, read)
+        if not _sidecar_matches(sidecar, newest):
+            raise CorruptFileError(
+                "The Parquet footer the table's _txn names does not list the row groups _pm "
+                "records for it.",
+                newest.footer_offset,
+            )
+        _check_chain_agrees(sidecar, versions)
+        plan = RecoveryPlan(versions, pm_bytes, len(pm_bytes))
+        assert pm_data is not None
+        if pm_data[:8] != pm_bytes[:8]:
+            actions += [WriteAt(LiveFileName.PM, 0, pm_bytes[:8]), Fsync(LiveFileName.PM)]
+        plan.torn_pm_bytes = len(pm_data) - len(pm_bytes)
+    else:
+        pm_bytes = rebuild(versions)
+        plan = RecoveryPlan(versions, pm_bytes, len(pm_bytes), rebuilt_pm_reason=kept)
+        actions += [
+            Truncate(LiveFileName.PM, 0),
+            WriteAt(LiveFileName.PM, 0, pm_bytes),
+            Fsync(LiveFileName.PM),
+        ]
+    if data_size > parquet_size:
+        plan.torn_data_bytes = data_size - parquet_size
+        actions += [Truncate(LiveFileName.DATA, parquet_size), Fsync(LiveFileName.DATA)]
+    if plan.torn_pm_bytes > 0:
+        actions += [Truncate(LiveFileName.PM, plan.pm_size), Fsync(LiveFileName.PM)]
+    plan.actions = actions
     return plan
 
 

@@ -35,7 +35,10 @@ open live files; this machine holds the counts and names and decides. Time is an
                     -> CommitSegment actions           sorted partitions, segments in order
                   segment_committed(action, segment)   one live-file commit done
                   finish_commit(unit) -> TxnRecord     _txn version + 1 (applied batch id)
-                  publish_txn(record)                  WriteFile, FsyncFile, Rename, FsyncDirectory
+                  publish_txn(record, current)         WriteFileAt(_txn slot), FsyncFile(data_only):
+                                                       one fdatasync; or (new table, migration,
+                                                       record outgrows its slot) WriteFile,
+                                                       FsyncFile, Rename, FsyncDirectory
                   published(record)                    the commit point; sealed segments done
 
     batch ids     decide_batch(app_id, batch_id)       NEW | REPLAY | STALE against the
@@ -57,12 +60,17 @@ from enum import Enum
 
 from streamwrite.errors import StateError
 from streamwrite.format.txn import (
+    SLOT_HEADER_SIZE,
     TXN_FILE,
     Segment,
     TxnRecord,
     encode_txn,
+    encode_txn_payload,
+    encode_txn_slot,
+    read_txn_slots,
     segment_name,
     segment_number,
+    txn_slot_size,
 )
 from streamwrite.layout.actions import (
     CommitSegment,
@@ -71,6 +79,7 @@ from streamwrite.layout.actions import (
     Rename,
     TableAction,
     WriteFile,
+    WriteFileAt,
 )
 from streamwrite.layout.batch_ids import BatchDecision, decide_batch
 
@@ -127,13 +136,44 @@ class _Partition:
     last_rows_at: float | None = None
 
 
-def publish_txn(record: TxnRecord) -> tuple[TableAction, ...]:
-    """The actions that publish ``record`` atomically: temporary file, fsync, rename over
-    ``_txn``, directory fsync (the table's commit point is the rename)."""
+def publish_txn(record: TxnRecord, current: bytes | None = None) -> tuple[TableAction, ...]:
+    """The actions that publish ``record``, given ``current``, the bytes of ``_txn`` now (None:
+    no ``_txn``, or not read). The table's commit point is the last write or the rename.
+
+    In place, one sync (``current`` is a format-4 file whose newest intact slot holds version
+    ``record.version - 1`` in the other slot, and the record fits a slot)::
+
+        WriteFileAt(_txn, slot (record.version % 2) * slot_size, slot)
+        FsyncFile(_txn, data_only=True)                                  fdatasync
+
+    Otherwise (a new table, a format 2 or 3 ``_txn``, a record outgrowing its slot, a
+    ``_txn`` whose previous version is not where it should be) the whole file is rewritten
+    with new slots (:func:`streamwrite.format.txn.encode_txn`)::
+
+        WriteFile(.{_txn}.{version}.tmp), FsyncFile(data_only=True), Rename over _txn,
+        FsyncDirectory(.)
+
+    Raises:
+        CorruptFileError: ``current`` holds an intact slot of an unknown format version.
+    """
+    payload = encode_txn_payload(record)
+    slots = None if current is None else read_txn_slots(current)
+    if slots is not None:
+        previous = (record.version - 1) % 2
+        if (
+            slots.versions[previous] == record.version - 1
+            and slots.newest == previous
+            and SLOT_HEADER_SIZE + len(payload) <= slots.slot_size
+        ):
+            slot = encode_txn_slot(record, slots.slot_size, payload)
+            return (
+                WriteFileAt(TXN_FILE, (record.version % 2) * slots.slot_size, slot),
+                FsyncFile(TXN_FILE, data_only=True),
+            )
     temporary = f".{TXN_FILE}.{record.version}.tmp"
     return (
-        WriteFile(temporary, encode_txn(record)),
-        FsyncFile(temporary),
+        WriteFile(temporary, encode_txn(record, txn_slot_size(len(payload)))),
+        FsyncFile(temporary, data_only=True),
         Rename(temporary, TXN_FILE),
         FsyncDirectory("."),
     )

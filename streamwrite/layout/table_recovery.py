@@ -10,14 +10,20 @@ scans again and verifies::
         retired segment, data.parquet still there   Rename to _data.retired, FsyncDirectory
         partition directory _txn does not list      RemoveTree, FsyncDirectory(.)
         segment directory neither listed nor retired RemoveTree, FsyncDirectory(partition)
-        listed segment not clean at its listed size  RecoverSegment (roll back to it)
+        listed segment not clean at its listed size  RecoverSegment (exactly to its _txn
+                                                     version: footer checked against the
+                                                     recorded XXH64, _pm kept or rebuilt)
     verify_recovery(record, listing)   every listed segment clean at its listed size
     plan_migration(record, names, ...) format 2 -> 3: Rename partition directories still under
                                        their old name, FsyncDirectory(.), publish _txn
 
 A segment is clean when ``data.parquet`` ends at its listed size and the newest commit of its
-``_pm`` names that size. Every plan may stop after any action (a crash): planning again from
-a new scan finishes the job, since each action moves the directory toward the plan's end state.
+``_pm`` names that size. Inside a table the ``_pm`` header is no commit point (a segment's data
+and ``_pm`` are synced in one round before ``_txn``, in no order), so a crash may leave a
+listed segment with a ``_pm`` whose header names an unsynced version: such a segment is not
+clean and is recovered to its ``_txn`` version, rebuilding its ``_pm``. Every plan may stop
+after any action (a crash): planning again from a new scan finishes the job, since each action
+moves the directory toward the plan's end state.
 """
 
 from __future__ import annotations
@@ -188,7 +194,7 @@ def plan_recovery(
             if _is_clean(segment, found):
                 _checksum(f"{table}/{path}", segment, found)
             else:
-                recover.append(RecoverSegment(path, segment.size))
+                recover.append(RecoverSegment(path, segment.size, segment.footer_xxh64))
     return (*actions, *recover)
 
 

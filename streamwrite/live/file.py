@@ -32,7 +32,7 @@ an append that would need an ordinal above 32767 raises LimitError before anythi
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -52,10 +52,17 @@ from streamwrite.errors import (
     EncryptionError,
     StateError,
     StreamwriteError,
+    StreamwriteIOError,
 )
 from streamwrite.format.chunk import EncodedChunk
 from streamwrite.format.sidecar.codec import SidecarWriter, read_sidecar
-from streamwrite.io.local import ActionHook, LiveFileIO, fsync_directory
+from streamwrite.io.local import (
+    ActionHook,
+    LiveFileIO,
+    SyncCall,
+    fsync_directory,
+    run_sync_round,
+)
 from streamwrite.layout.actions import LiveFileName, Truncate
 from streamwrite.layout.appender import Appender, Commit, rebuild_sidecar
 from streamwrite.layout.file_writer import FileWriter
@@ -64,12 +71,21 @@ from streamwrite.layout.recovery import (
     RecoveryPlan,
     newest_footer,
     plan_recovery,
+    plan_recovery_at,
     plan_rollback,
 )
 from streamwrite.live.info import snapshots_from_sidecar
 from streamwrite.options import BloomFilterOptions, WriteOptions, make_write_options
 
-__all__ = ["Commit", "EncodedRowGroup", "LiveFile", "open_live_file", "recover"]
+__all__ = [
+    "Commit",
+    "EncodedRowGroup",
+    "LiveFile",
+    "open_live_file",
+    "recover",
+    "recover_at",
+    "sync_live_files",
+]
 
 EncodedRowGroup = tuple[Sequence[EncodedChunk], int]
 """A row group's encoded column chunks (schema order) and its row count."""
@@ -121,6 +137,62 @@ def _recover(
     def read(offset: int, size: int) -> bytes:
         return io.read(LiveFileName.DATA, offset, size)
 
+    rebuild = _rebuilder(read, options, keys)
+    plan = plan_recovery(io.size(LiveFileName.DATA), read, pm_data, rebuild, keys)
+    if apply and plan.actions:
+        io.run(plan.actions)
+    return plan
+
+
+def recover_at(
+    path: str | Path,
+    parquet_size: int,
+    footer_xxh64: int | None = None,
+    *,
+    encryption: FileEncryption | None = None,
+    decryption: DecryptionConfig | None = None,
+) -> RecoveryPlan:
+    """Bring the live file of a table's segment at ``path`` to exactly the version its
+    ``_txn`` records (``parquet_size``, footer XXH64 ``footer_xxh64``) and return what was
+    done: :func:`streamwrite.layout.recovery.plan_recovery_at` (blocking).
+
+    Returns:
+        The plan it ran.
+
+    Raises:
+        CorruptFileError: damage at or below ``parquet_size`` (nothing is changed).
+        EncryptionError: an encrypted segment without keys, or keys that do not open it.
+        StreamwriteIOError: the live file is open for writing elsewhere, or an action failed.
+    """
+    keys = LiveKeys.of(encryption, decryption)
+    io = LiveFileIO(Path(path), create=False)
+    try:
+        pm_exists = io.size(LiveFileName.PM) > 0
+        pm_data = io.read_all(LiveFileName.PM) if pm_exists else None
+
+        def read(offset: int, size: int) -> bytes:
+            return io.read(LiveFileName.DATA, offset, size)
+
+        plan = plan_recovery_at(
+            parquet_size,
+            footer_xxh64,
+            io.size(LiveFileName.DATA),
+            read,
+            pm_data,
+            _rebuilder(read, WriteOptions(), keys),
+            keys,
+        )
+        io.run(plan.actions)
+        return plan
+    finally:
+        io.close()
+
+
+def _rebuilder(
+    read: Callable[[int, int], bytes], options: WriteOptions, keys: LiveKeys | None
+) -> Callable[[list[FooterVersion]], bytes]:
+    """Rebuilds a ``_pm`` from a footer chain read through ``read``."""
+
     def rebuild(versions: list[FooterVersion]) -> bytes:
         newest = versions[-1]
         schema = _schema_of(newest)
@@ -129,10 +201,7 @@ def _recover(
             column_meta = keys.column_meta(newest.crypto, [c.name for c in schema.columns])
         return rebuild_sidecar(schema, options, versions, read, column_meta)
 
-    plan = plan_recovery(io.size(LiveFileName.DATA), read, pm_data, rebuild, keys)
-    if apply and plan.actions:
-        io.run(plan.actions)
-    return plan
+    return rebuild
 
 
 def recover(
@@ -457,6 +526,47 @@ class LiveFile:
         async with self._lock:
             return await anyio.to_thread.run_sync(self._commit_sync, row_groups, key_value_metadata)
 
+    async def _write_encoded(
+        self,
+        row_groups: Sequence[EncodedRowGroup],
+        key_value_metadata: Sequence[tuple[str, str]] = (),
+    ) -> Commit:
+        """A table's commit of row groups encoded elsewhere, without its syncs: the data, the
+        ``_pm`` blocks and the ``_pm`` header are written; the commit stays pending until
+        :func:`sync_live_files` makes it durable in the table's sync round (the table's
+        ``_txn`` is the commit point: :mod:`streamwrite.layout.appender`).
+
+        Returns:
+            The commit it will be once synced (its size and footer checksum go into ``_txn``).
+
+        Raises:
+            LimitError: as for :meth:`append`.
+            StreamwriteIOError: a write failed (the file is poisoned).
+        """
+        self._check_open()
+        async with self._lock:
+            return await anyio.to_thread.run_sync(self._write_sync, row_groups, key_value_metadata)
+
+    def _write_sync(
+        self, row_groups: Sequence[EncodedRowGroup], key_value_metadata: Sequence[tuple[str, str]]
+    ) -> Commit:
+        appender = self._appender
+        pending = appender.prepare(row_groups, key_value_metadata, table=True)
+        try:
+            self._io.run(pending.actions)
+        except BaseException:
+            appender.fail()
+            raise
+        return pending.commit
+
+    def _pending_sync_calls(self) -> list[SyncCall]:
+        """The sync round of the commit :meth:`_write_encoded` left pending."""
+        try:
+            return self._io.sync_calls(self._appender.pending_syncs())
+        except BaseException:
+            self._appender.fail()
+            raise
+
     def _commit_sync(
         self, row_groups: Sequence[EncodedRowGroup], key_value_metadata: Sequence[tuple[str, str]]
     ) -> Commit:
@@ -524,6 +634,35 @@ class LiveFile:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
+
+
+def sync_live_files(files: Sequence[LiveFile]) -> list[Commit]:
+    """The sync round of a table commit (blocking; run it in a worker thread): make the
+    commits :meth:`LiveFile._write_encoded` left pending in ``files`` durable (``fdatasync`` of
+    each ``data.parquet`` and ``_pm``, all at once: :func:`streamwrite.io.local.run_sync_round`)
+    and acknowledge them.
+
+    Returns:
+        The commits, one per file.
+
+    Raises:
+        StreamwriteIOError: a sync failed; every file of the round is poisoned (and the table
+            with them): none of their commits is acknowledged.
+    """
+    calls: list[SyncCall] = []
+    try:
+        for live in files:
+            calls += live._pending_sync_calls()
+        failed = run_sync_round(calls)
+        if failed:
+            raise StreamwriteIOError(
+                f"The sync round of a table commit failed: {'; '.join(failed)}."
+            )
+    except BaseException:
+        for live in files:
+            live._appender.fail()
+        raise
+    return [live._appender.confirm() for live in files]
 
 
 async def open_live_file(

@@ -30,9 +30,10 @@ from streamwrite.crypto.live_keys import decryption_for
 from streamwrite.encode import EncodingPlanner, as_table, check_values, row_group_jobs
 from streamwrite.errors import ConfigError, StaleBatchError, StateError
 from streamwrite.format.txn import DATA_FILE, PENDING_DATA_FILE, Segment, TxnRecord
+from streamwrite.layout.actions import CommitSegment
 from streamwrite.layout.batch_ids import BatchDecision, check_batch_id
 from streamwrite.layout.table import CommitPolicy, TableMachine, TableState
-from streamwrite.live.file import EncodedRowGroup, LiveFile, open_live_file
+from streamwrite.live.file import EncodedRowGroup, LiveFile, open_live_file, sync_live_files
 from streamwrite.options import make_write_options
 from streamwrite.pool.executor import Executor
 from streamwrite.table.pipeline import CommitPipeline, CommitTicket, Unit
@@ -434,24 +435,28 @@ class Table:
             )
             try:
                 groups = {name: by_segment(unit.parts[name]) for name in unit.parts}
+                written: list[tuple[CommitSegment, LiveFile, Segment]] = []
                 for action in self._machine.begin_commit(plan):
                     live, row_groups = groups[action.partition].pop(0)
                     assert live.path.name == action.segment
                     assert len(row_groups) == action.num_row_groups
-                    commit = await live.commit_encoded(row_groups, ((KV_TXN, marker),))
-                    self._machine.segment_committed(
-                        action,
-                        Segment(live.path.name, commit.parquet_size, commit.footer_checksum),
-                    )
+                    commit = await live._write_encoded(row_groups, ((KV_TXN, marker),))
+                    segment = Segment(live.path.name, commit.parquet_size, commit.footer_checksum)
+                    written.append((action, live, segment))
+                # Sync round 1: every segment's data and _pm; round 2 is the _txn publish.
+                # Reported only now: the machine lets a segment close once its row groups are.
+                await anyio.to_thread.run_sync(sync_live_files, [live for _, live, _ in written])
+                for action, _, segment in written:
+                    self._machine.segment_committed(action, segment)
                 record = self._machine.finish_commit(plan)
             except BaseException as exc:
                 self._fail(exc)
                 raise
-            written = time.perf_counter()
+            synced = time.perf_counter()
             await self._publish(record)
             seconds = time.perf_counter() - started
-            self.metrics.segment_seconds += written - started
-            self.metrics.publish_seconds += seconds - (written - started)
+            self.metrics.segment_seconds += synced - started
+            self.metrics.publish_seconds += seconds - (synced - started)
             self.metrics.commits += 1
             self.metrics.rows_committed += unit.num_rows
             self.metrics.appends_committed += len(unit.tickets)

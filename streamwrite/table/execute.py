@@ -13,7 +13,7 @@ from pathlib import Path
 from streamwrite.errors import StreamwriteError, StreamwriteIOError
 from streamwrite.format.sidecar.codec import read_version
 from streamwrite.format.txn import DATA_FILE, RETIRED_DATA_FILE, TxnRecord, segment_number
-from streamwrite.io.local import fsync_directory
+from streamwrite.io.local import fsync_directory, pwrite_all, sync_fd
 from streamwrite.layout.actions import (
     CommitSegment,
     FsyncDirectory,
@@ -24,6 +24,7 @@ from streamwrite.layout.actions import (
     Rename,
     TableAction,
     WriteFile,
+    WriteFileAt,
 )
 from streamwrite.layout.table_recovery import PartitionListing, SegmentListing
 
@@ -37,10 +38,16 @@ def _run_one(root: Path, action: TableAction) -> None:
     if isinstance(action, WriteFile):
         with open(root / action.path, "wb") as f:
             f.write(action.data)
+    elif isinstance(action, WriteFileAt):
+        fd = os.open(root / action.path, os.O_WRONLY)
+        try:
+            pwrite_all(fd, action.data, action.offset)
+        finally:
+            os.close(fd)
     elif isinstance(action, FsyncFile):
         fd = os.open(root / action.path, os.O_RDONLY)
         try:
-            os.fsync(fd)
+            sync_fd(fd, data_only=action.data_only)
         finally:
             os.close(fd)
     elif isinstance(action, Rename):

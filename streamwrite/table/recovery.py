@@ -2,11 +2,16 @@
 old ones, and the renames that publish and retire a segment's data file.
 
 Migration of a format-2 table (partition directories named by value, ``2026-11-22``) to the
-Hive-style names of format 3 (``ts_day=2026-11-22``), by the writer (it holds the lock)::
+Hive-style names of format 3 (``ts_day=2026-11-22``) and the slotted ``_txn`` of format 4, by
+the writer (it holds the lock)::
 
     for each partition of _txn: rename <value>/ to <column>=<value>/ (skipped if done)
     fsync the table directory
-    publish _txn version 3 naming the new directories (the migration's commit point)
+    publish _txn version 4 naming the new directories (the migration's commit point: a new
+    slotted file through temporary file, fdatasync, rename, directory fsync)
+
+A format-3 table (the same directories, a JSON ``_txn`` replaced by rename) only gets the
+last step.
 
 A crash before the publish leaves the format-2 ``_txn`` with some directories renamed: the next
 open renames the rest and publishes. Readers of a format-2 table read it as it is (its
@@ -17,20 +22,28 @@ Recovery, given the newest ``_txn`` (``format/txn.py`` states the rules; the pla
 :func:`streamwrite.layout.table_recovery.plan_recovery`, run off the event loop)::
 
     partition dir not in _txn                 never published: delete it
-    segment dir listed                        committed size == listed: keep (a torn tail
-                                              past it is truncated)
-                                              ahead of _txn: roll back to the listed size
-                                              behind, or missing: CorruptFileError
+    segment dir listed                        clean (data.parquet and its _pm's newest
+                                              commit both at the listed size): keep
+                                              otherwise: bring it to exactly the _txn version
+                                              (live.file.recover_at): data.parquet must reach
+                                              the listed size with the footer XXH64 _txn
+                                              recorded (else CorruptFileError, nothing
+                                              changed); _pm kept if it holds that version
+                                              intact, else rebuilt from the footer chain;
+                                              both cut back to that version
     segment dir retired                       keep until the grace period passes (sweep);
                                               its data.parquet (a crash right after the
                                               swap) is renamed to _data.retired
     segment dir neither listed nor retired    never published (creation or compaction
                                               crashed before its _txn): delete it
 
-No segment stays open: each is checked through its ``_pm`` (the last footer names the
-committed parquet size) and the size of its ``data.parquet``, and opened, which recovers it,
-only when either disagrees with ``_txn``: after an open, every listed ``data.parquet`` ends at
-its committed footer, as engines reading the table directory need. The table opens a
+A table commit syncs its segments' data and ``_pm`` in one round, in no order the disk
+promises, and only then writes ``_txn`` (:mod:`streamwrite.layout.appender`): after a power
+loss a segment's ``_pm`` may name a commit whose blocks or data never reached the disk, so it
+is never trusted beyond ``_txn``. No segment stays open: each is checked through its ``_pm``
+and the size of its ``data.parquet``, and recovered only when either disagrees with ``_txn``:
+after an open, every listed ``data.parquet`` ends at its committed footer, as engines reading
+the table directory need. The table opens a
 partition's newest segment when it first appends to it.
 """
 
@@ -40,6 +53,7 @@ import fcntl
 import os
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -58,9 +72,9 @@ from streamwrite.format.txn import (
 from streamwrite.io.segments import delete_segment
 from streamwrite.layout.actions import RecoverSegment, TableAction
 from streamwrite.layout.partitioning import partition_name
-from streamwrite.layout.table import next_segment_numbers
+from streamwrite.layout.table import next_segment_numbers, publish_txn
 from streamwrite.layout.table_recovery import plan_migration, plan_recovery, verify_recovery
-from streamwrite.live.file import LiveFile
+from streamwrite.live.file import LiveFile, recover_at
 from streamwrite.table.execute import run_file_actions, scan_table
 
 __all__ = [
@@ -106,8 +120,9 @@ class TableLock:
 
 
 def migrate_layout(path: Path, record: TxnRecord) -> TxnRecord:
-    """Migrate a format-2 table to the Hive-style partition directories of format 3 (steps
-    and crash rules in the module docstring); a format-3 record is returned as it is.
+    """Migrate a format-2 table to the Hive-style partition directories of format 3 and a
+    format-2 or 3 table to the slotted ``_txn`` of format 4 (steps and crash rules in the
+    module docstring); a format-4 record is returned as it is.
 
     Returns:
         The newest record (published, if it migrated).
@@ -120,6 +135,10 @@ def migrate_layout(path: Path, record: TxnRecord) -> TxnRecord:
     """
     if record.format_version == FORMAT_VERSION:
         return record
+    if record.format_version == 3:  # same layout: only _txn changes (slots, rewritten)
+        migrated = record.renamed({})
+        run_file_actions(path, publish_txn(migrated))
+        return migrated
     try:
         check_timestamp_field(
             decode_arrow_schema(record.schema), record.timestamp, record.partition_by
@@ -174,8 +193,9 @@ async def run_recovery_actions(
     encryption: FileEncryption | None,
 ) -> None:
     """Run the actions of a recovery plan in order: file actions in a worker thread (runs of
-    them in one call), :class:`RecoverSegment` by opening the segment's live file, which
-    recovers it, and rolling it back."""
+    them in one call), :class:`RecoverSegment` with
+    :func:`streamwrite.live.file.recover_at` (the segment brought to exactly its ``_txn``
+    version, ``_pm`` rebuilt if the crash left it without that version)."""
     batch: list[TableAction] = []
     for action in (*actions, None):
         if action is not None and not isinstance(action, RecoverSegment):
@@ -184,11 +204,16 @@ async def run_recovery_actions(
         if batch:
             await anyio.to_thread.run_sync(run_file_actions, path, tuple(batch))
             batch = []
-        if action is not None:
-            live = await _open_at(
-                path / action.path, action.size, schema, write_options, encryption
+        if action is not None:  # exactly the _txn version: _pm kept or rebuilt, tails cut
+            await anyio.to_thread.run_sync(
+                partial(
+                    recover_at,
+                    path / action.path,
+                    action.size,
+                    action.footer_xxh64,
+                    encryption=encryption,
+                )
             )
-            await live.close()  # recovered: the listed size is now the newest commit
 
 
 async def recover_segments(

@@ -17,6 +17,7 @@ renamed or deleted afterwards. :func:`segment_data_path` answers the same questi
 
 from __future__ import annotations
 
+import os
 import weakref
 from collections import Counter
 from dataclasses import dataclass, field
@@ -27,14 +28,15 @@ import pyarrow as pa
 from streamwrite.arrow.schema import decode_arrow_schema
 from streamwrite.crypto.decryption import DecryptionConfig
 from streamwrite.errors import CorruptFileError, StreamwriteIOError
+from streamwrite.format.sidecar.codec import parquet_footer_checksum
 from streamwrite.format.txn import (
     DATA_FILE,
     RETIRED_DATA_FILE,
     TXN_FILE,
     Segment,
     TxnRecord,
-    decode_txn,
 )
+from streamwrite.io.txn import read_txn
 from streamwrite.layout.table import publish_txn
 from streamwrite.live.file import EncodedRowGroup, LiveFile
 from streamwrite.options import CompactionPolicy
@@ -51,6 +53,7 @@ __all__ = [
     "by_segment",
     "read_snapshot",
     "segment_data_path",
+    "read_txn_bytes",
     "snapshot_of",
     "write_txn",
 ]
@@ -142,6 +145,9 @@ class TableSnapshot:
     files: tuple[tuple[str, int], ...]
     """``(partition/segment, committed data.parquet size)``, in row order."""
     _pin: _Pin | None = field(default=None, compare=False, repr=False)
+    footer_checksums: tuple[int | None, ...] = field(default=(), compare=False, repr=False)
+    """The XXH64 ``_txn`` recorded for each segment's Parquet footer (None: not recorded;
+    empty: unknown), in the order of :attr:`files`."""
 
     def __post_init__(self) -> None:
         if self._pin is not None:
@@ -167,15 +173,21 @@ class TableSnapshot:
             CorruptFileError: a segment is missing, or damaged (as :func:`read_table`).
         """
         tables = []
-        for name, size in self.files:
+        for index, (name, size) in enumerate(self.files):
             if not (self.path / name).is_dir():
                 raise _missing(self.path / name)
             # The segment as a live file: _pm's CRC, the footer's XXH64 and schema are checked
             # (its data file is data.parquet, or _data.retired once compaction retired it).
-            with ParquetFile(self.path / name, snapshot=size, decryption=decryption) as segment:
-                tables.append(segment.read(columns))
+            try:
+                with ParquetFile(self.path / name, snapshot=size, decryption=decryption) as segment:
+                    tables.append(segment.read(columns))
+            except CorruptFileError:
+                table = self._read_by_txn_checksum(index, columns, decryption)
+                if table is None:
+                    raise
+                tables.append(table)
         if not tables:
-            schema = decode_arrow_schema(decode_txn((self.path / TXN_FILE).read_bytes()).schema)
+            schema = decode_arrow_schema(read_txn(self.path).schema)
             return (
                 schema if columns is None else pa.schema([schema.field(c) for c in columns])
             ).empty_table()
@@ -188,6 +200,33 @@ class TableSnapshot:
                     0,
                 )
         return pa.concat_tables(tables)
+
+    def _read_by_txn_checksum(
+        self, index: int, columns: list[str] | None, decryption: DecryptionConfig | None
+    ) -> pa.Table | None:
+        """The rows of segment ``index`` read from its data file alone, when its ``_pm`` is
+        unreadable: inside a table ``_pm`` is no commit point, so a power loss may leave its
+        header naming a commit whose blocks never landed until the writer reopens the table.
+        The Parquet footer at the committed size must have the XXH64 ``_txn`` recorded.
+
+        Returns:
+            The rows, or None when ``_txn`` recorded no checksum or the footer is not that one.
+        """
+        if index >= len(self.footer_checksums) or self.footer_checksums[index] is None:
+            return None
+        name, size = self.files[index]
+        with open(segment_data_path(self.path / name), "rb") as f:
+            tail = os.pread(f.fileno(), 8, size - 8)
+            if len(tail) != 8:
+                return None
+            footer_size = int.from_bytes(tail[:4], "little") + 8
+            if footer_size > size:
+                return None
+            footer = os.pread(f.fileno(), footer_size, size - footer_size)
+            if parquet_footer_checksum(footer) != self.footer_checksums[index]:
+                return None
+            with ParquetFile(f, snapshot=size, decryption=decryption) as segment:
+                return segment.read(columns)
 
     def release(self) -> None:
         """Let compaction delete the segments this snapshot reads (idempotent)."""
@@ -207,12 +246,17 @@ def snapshot_of(
     """The snapshot of ``record``, pinned in ``registry`` if given."""
     files = record.files()
     pin = None if registry is None else _Pin(registry, tuple(name for name, _ in files))
-    return TableSnapshot(path, record.version, files, pin)
+    checksums = tuple(
+        segment.footer_xxh64
+        for partition in sorted(record.partitions)
+        for segment in record.partitions[partition]
+    )
+    return TableSnapshot(path, record.version, files, pin, checksums)
 
 
 def read_snapshot(path: Path) -> TableSnapshot:
     """The newest committed snapshot of the table at ``path`` (from its ``_txn``; no pin)."""
-    return snapshot_of(path, decode_txn((path / TXN_FILE).read_bytes()))
+    return snapshot_of(path, read_txn(path))
 
 
 @dataclass
@@ -281,15 +325,25 @@ def by_segment(
     return groups
 
 
+def read_txn_bytes(path: Path) -> bytes | None:
+    """The bytes of the table's ``_txn`` now (None: there is none)."""
+    try:
+        return (path / TXN_FILE).read_bytes()
+    except FileNotFoundError:
+        return None
+
+
 def write_txn(path: Path, record: TxnRecord) -> None:
-    """Publish ``record`` atomically: the actions of :func:`streamwrite.layout.table.publish_txn`
-    (temporary file, fsync, rename, directory fsync), blocking.
+    """Publish ``record``: the actions of :func:`streamwrite.layout.table.publish_txn` for the
+    ``_txn`` there now (one slot written in place and one ``fdatasync``; or temporary file,
+    fdatasync, rename, directory fsync), blocking.
 
     Raises:
         StreamwriteIOError: an action failed (``_txn`` is the old record or the new one).
+        CorruptFileError: the ``_txn`` there has an intact slot of an unknown format version.
     """
     try:
-        run_file_actions(path, publish_txn(record))
+        run_file_actions(path, publish_txn(record, read_txn_bytes(path)))
     except StreamwriteIOError as exc:
         cause = exc.__cause__ or exc
         raise StreamwriteIOError(f"Publishing {str(path / TXN_FILE)!r} failed: {cause}.") from cause

@@ -11,7 +11,17 @@ from pathlib import Path
 import pytest
 
 from streamwrite.errors import CorruptFileError, StateError
-from streamwrite.format.txn import DATA_FILE, TXN_FILE, Retired, Segment, TxnRecord, decode_txn
+from streamwrite.format.txn import (
+    DATA_FILE,
+    FORMAT_VERSION,
+    MIN_SLOT_SIZE,
+    TXN_FILE,
+    Retired,
+    Segment,
+    TxnRecord,
+    decode_txn,
+    encode_txn,
+)
 from streamwrite.layout.actions import (
     CommitSegment,
     FsyncDirectory,
@@ -20,6 +30,7 @@ from streamwrite.layout.actions import (
     RemoveTree,
     Rename,
     WriteFile,
+    WriteFileAt,
 )
 from streamwrite.layout.batch_ids import BatchDecision
 from streamwrite.layout.table import (
@@ -182,6 +193,44 @@ def test_publish_txn_writes_a_temporary_file_then_renames_it() -> None:
     assert rename == Rename(write.path, TXN_FILE) and write.path.startswith(".")
 
 
+def test_publish_txn_writes_one_slot_in_place_with_one_fdatasync() -> None:
+    """The previous version in the other slot and room in the slot: one write, one sync."""
+    previous = TxnRecord(version=3, schema="s", timestamp="ts", partition_by="day")
+    current = encode_txn(previous)
+    record = previous.next({DAY: [Segment("seg-000000", 100, 7)]}, {"app": 1})
+    actions = publish_txn(record, current)
+    assert [type(a) for a in actions] == [WriteFileAt, FsyncFile]
+    write, sync = actions
+    assert isinstance(write, WriteFileAt) and write.path == TXN_FILE
+    assert write.offset == (record.version % 2) * MIN_SLOT_SIZE == 0
+    assert sync == FsyncFile(TXN_FILE, data_only=True)
+    after = current[: write.offset] + write.data + current[write.offset + len(write.data) :]
+    assert len(after) == len(current) and decode_txn(after) == record
+    following = record.next({DAY: [Segment("seg-000000", 200, 8)]})
+    (write, _) = publish_txn(following, after)
+    assert isinstance(write, WriteFileAt) and write.offset == MIN_SLOT_SIZE
+
+
+def test_publish_txn_rewrites_the_file_when_in_place_is_not_safe() -> None:
+    """No _txn, a format-3 JSON one, a record outgrowing its slot, or a _txn whose newest
+    version is not the previous one (writing its slot would overwrite the newest): the whole
+    file is replaced by rename, with slots large enough."""
+    previous = TxnRecord(version=3, schema="s", timestamp="ts", partition_by="day")
+    record = previous.next({}, {"app": 1})
+    big = previous.next({DAY: [Segment(f"seg-{i:06d}", i, i) for i in range(200)]})
+    json_3 = b'{"format": "streamwrite.txn"}'
+    for current in (None, json_3, encode_txn(TxnRecord(version=2, schema="s"))):
+        assert [type(a) for a in publish_txn(record, current)] == [
+            WriteFile,
+            FsyncFile,
+            Rename,
+            FsyncDirectory,
+        ]
+    write, sync, _, _ = publish_txn(big, encode_txn(previous))
+    assert isinstance(write, WriteFile) and len(write.data) > 2 * MIN_SLOT_SIZE
+    assert decode_txn(write.data) == big and isinstance(sync, FsyncFile) and sync.data_only
+
+
 def _listing(**segments: SegmentListing) -> dict[str, PartitionListing]:
     return {DAY: PartitionListing(segments)}
 
@@ -215,7 +264,7 @@ def test_plan_recovery() -> None:
         FsyncDirectory("."),
         RemoveTree(f"{DAY}/seg-000003"),
         FsyncDirectory(DAY),
-        RecoverSegment(f"{DAY}/seg-000002", 50),
+        RecoverSegment(f"{DAY}/seg-000002", 50, 2),
     )
     with pytest.raises(CorruptFileError, match="does not end at its listed size 50"):
         verify_recovery(record, listing, "t")
@@ -253,7 +302,7 @@ def test_plan_migration_renames_what_is_left_then_publishes() -> None:
     names = {"2026-11-21": "ts_day=2026-11-21", "2026-11-22": "ts_day=2026-11-22"}
     existing = frozenset({"2026-11-21", "ts_day=2026-11-22", "_txn"})  # one done before a crash
     migrated, actions = plan_migration(record, names, existing)
-    assert migrated.version == 5 and migrated.format_version == 3
+    assert migrated.version == 5 and migrated.format_version == FORMAT_VERSION
     assert set(migrated.partitions) == set(names.values())
     assert actions == (
         Rename("2026-11-21", "ts_day=2026-11-21"),

@@ -14,9 +14,10 @@ is a reopen, which reads ``_txn``, scans the directory, runs :func:`plan_recover
 (failures injected there too, then recovery runs again) and :func:`verify_recovery`.
 
 Model: the rows committed per partition, in order. A failed commit's rows are committed exactly
-when its ``Rename`` onto ``_txn`` ran (the table's commit point). Invariant: the rows read from
-the directory through the published ``_txn`` are the model's, each once; rows buffered but not
-committed when a reopen comes are gone.
+when its ``_txn`` slot was written in place, or its ``Rename`` onto ``_txn`` ran (the table's
+commit point; ``publish_txn`` is given the ``_txn`` bytes there, as the shell does).
+Invariant: the rows read from the directory through the published ``_txn`` are the model's,
+each once; rows buffered but not committed when a reopen comes are gone.
 
 ``STREAMWRITE_TABLE_MACHINE_EXAMPLES`` sets max_examples (default 25).
 """
@@ -42,6 +43,7 @@ from streamwrite.layout.actions import (
     RecoverSegment,
     Rename,
     TableAction,
+    WriteFileAt,
 )
 from streamwrite.layout.batch_ids import BatchDecision
 from streamwrite.layout.table import (
@@ -114,6 +116,13 @@ def scan(root: Path) -> dict[str, PartitionListing]:
             segments[entry.name] = SegmentListing(size, False, committed, crc)
         listing[child.name] = PartitionListing(segments)
     return listing
+
+
+def _publishes(action: TableAction) -> bool:
+    """The table's commit point: the rename onto ``_txn``, or its slot written in place."""
+    return (isinstance(action, Rename) and action.target == TXN_FILE) or (
+        isinstance(action, WriteFileAt) and action.path == TXN_FILE
+    )
 
 
 class Executor:
@@ -262,7 +271,8 @@ class TableMachineTest(RuleBasedStateMachine):
         unit, encoded, rows = self.queue.pop(0)
         if not unit.segments:
             return True
-        num_steps = 2 * len(unit.segments) + len(publish_txn(machine.record))
+        current = (self.root / TXN_FILE).read_bytes()
+        num_steps = 2 * len(unit.segments) + len(publish_txn(machine.record, current))
         self.executor.fail_at = (
             None if fail_at is None else self.executor.steps + fail_at % num_steps
         )
@@ -277,7 +287,7 @@ class TableMachineTest(RuleBasedStateMachine):
                 machine.segment_committed(action, segment)
             record = machine.finish_commit(unit)
             assert record.version == machine.record.version + 1
-            for action in publish_txn(record):
+            for action in publish_txn(record, (self.root / TXN_FILE).read_bytes()):
                 self.executor.run(action)
             for key in machine.published(record):
                 waiting = [
@@ -294,7 +304,7 @@ class TableMachineTest(RuleBasedStateMachine):
                 machine.check()
             with pytest.raises(StateError):
                 machine.take_unit(None, self.now)
-            if any(isinstance(a, Rename) and a.target == TXN_FILE for a in self.executor.ran):
+            if any(_publishes(a) for a in self.executor.ran):
                 event("a commit failed after its commit point")
                 self._adopt(unit, rows)
             else:

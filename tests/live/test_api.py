@@ -50,12 +50,13 @@ def test_commit_actions_follow_the_protocol_order() -> None:
     kinds = [(type(a).__name__, a.file, getattr(a, "offset", None)) for a in pending.actions]
     assert kinds == [
         ("WriteAt", LiveFileName.DATA, appender.parquet_size),
-        ("Fsync", LiveFileName.DATA, None),
         ("WriteAt", LiveFileName.PM, appender.pm_size),
+        ("Fsync", LiveFileName.DATA, None),  # round 1: data and _pm blocks
         ("Fsync", LiveFileName.PM, None),
         ("WriteAt", LiveFileName.PM, 0),  # the commit point: PARQUET_META_FILE_SIZE
-        ("Fsync", LiveFileName.PM, None),
+        ("Fsync", LiveFileName.PM, None),  # round 2
     ]
+    assert pending.syncs == ()
     patch = pending.actions[4]
     assert isinstance(patch, WriteAt) and int.from_bytes(patch.data, "little") == pending.pm_size
     assert isinstance(pending.actions[5], Fsync)
@@ -63,6 +64,28 @@ def test_commit_actions_follow_the_protocol_order() -> None:
     assert (commit.seq, commit.num_rows, commit.num_row_groups) == (1, 10, 1)
     with pytest.raises(StreamwriteError, match="without a commit"):
         appender.confirm()
+
+
+def test_table_commit_actions_are_writes_then_one_sync_round() -> None:
+    """Inside a table the _pm header is written with the blocks, unsynced; the table runs
+    :attr:`PendingCommit.syncs` (data, then _pm) with its other segments before ``_txn``."""
+    schema = arrow_to_parquet(TABLE.schema)
+    options = make_write_options(TABLE.column_names)
+    appender, _ = Appender.create(schema, options)
+    appender.confirm()
+    rows = [(encode_row_group(TABLE.slice(0, 10), schema, options), 10)]
+    pending = appender.prepare(rows, table=True)
+    kinds = [(type(a).__name__, a.file, getattr(a, "offset", None)) for a in pending.actions]
+    assert kinds == [
+        ("WriteAt", LiveFileName.DATA, appender.parquet_size),
+        ("WriteAt", LiveFileName.PM, appender.pm_size),
+        ("WriteAt", LiveFileName.PM, 0),
+    ]
+    assert pending.syncs == (Fsync(LiveFileName.DATA), Fsync(LiveFileName.PM))
+    assert appender.pending_syncs() == pending.syncs
+    assert appender.confirm().num_rows == 10
+    with pytest.raises(StreamwriteError, match="without a commit"):
+        appender.pending_syncs()
 
 
 def test_every_commit_is_a_snapshot_readable_by_us_and_pyarrow(tmp_path: Path) -> None:

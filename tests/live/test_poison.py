@@ -25,15 +25,19 @@ from tests.live._support import SCHEMA, assert_rows, batch, run
 def _fail_first_fsync(how: str, monkeypatch: pytest.MonkeyPatch) -> Callable[[Action], None]:
     """An action hook that makes the first Fsync of the next commit fail, once armed."""
     state = {"armed": False, "failing": False}
-    real_fsync = os.fsync
 
-    def fsync(fd: int) -> None:
-        if state["failing"]:
-            state["failing"] = False
-            raise OSError(errno.EIO, "Input/output error (injected)")
-        real_fsync(fd)
+    def failing(real: Callable[[int], None]) -> Callable[[int], None]:
+        def sync(fd: int) -> None:
+            if state["failing"]:
+                state["failing"] = False
+                raise OSError(errno.EIO, "Input/output error (injected)")
+            real(fd)
 
-    monkeypatch.setattr(streamwrite.io.local.os, "fsync", fsync)
+        return sync
+
+    # Fsync actions run as fdatasync (fsync where there is none): both fail when armed.
+    monkeypatch.setattr(streamwrite.io.local.os, "fsync", failing(os.fsync))
+    monkeypatch.setattr(streamwrite.io.local.os, "fdatasync", failing(os.fdatasync))
 
     def hook(action: Action) -> None:
         if state["armed"] and isinstance(action, Fsync):

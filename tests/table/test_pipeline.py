@@ -112,7 +112,7 @@ def test_a_failed_group_commit_fails_every_ticket_with_the_same_error(
         async def broken(*args: Any, **kwargs: Any) -> Any:  # injected failure: the disk
             raise StreamwriteIOError("injected: the disk is full")
 
-        monkeypatch.setattr(LiveFile, "commit_encoded", broken)
+        monkeypatch.setattr(LiveFile, "_write_encoded", broken)
         tickets = [
             await table.append(ROWS.slice(10 + k, 1), app_id=f"g{k}", batch_id=0, wait=False)
             for k in range(3)
@@ -139,7 +139,7 @@ def test_appends_behind_a_failed_commit_raise_state_error(
     async def scenario() -> int:
         async with await _open(tmp_path / "t", max_in_flight=64) as table:
             calls = 0
-            original = LiveFile.commit_encoded
+            original = LiveFile._write_encoded
 
             async def slow_then_broken(self: LiveFile, *args: Any, **kwargs: Any) -> Any:
                 nonlocal calls
@@ -149,7 +149,7 @@ def test_appends_behind_a_failed_commit_raise_state_error(
                     raise StreamwriteIOError("injected: the disk is full")
                 return await original(self, *args, **kwargs)
 
-            monkeypatch.setattr(LiveFile, "commit_encoded", slow_then_broken)
+            monkeypatch.setattr(LiveFile, "_write_encoded", slow_then_broken)
             tickets = [
                 await table.append(ROWS.slice(k * 10, 10), app_id="job", batch_id=k, wait=False)
                 for k in range(8)

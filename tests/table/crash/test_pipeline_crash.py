@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from streamwrite.format.txn import TXN_FILE, decode_txn
+from streamwrite.io.txn import read_txn
 from streamwrite.table.api import read_snapshot
 from streamwrite.table.state import segment_data_path
 from tests.table.crash._pipeline_support import batch_rows
@@ -101,7 +101,7 @@ def test_sigkill_during_pipelined_and_group_commits(tmp_path: Path) -> None:
             num_acks += 1
 
         snapshot = read_snapshot(directory)
-        record_applied = dict(decode_txn((directory / TXN_FILE).read_bytes()).applied)
+        record_applied = dict(read_txn(directory).applied)
         committed = record_applied
         rows = snapshot.read()
         present: dict[str, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))
