@@ -69,11 +69,11 @@ from streamwrite.format.aad import ModuleType
 from streamwrite.format.enums import CompressionCodec, Encoding, PageType, Type
 from streamwrite.format.thrift.codec import deserialize
 from workers.compression import decompress
-from workers.encoding.dictionary import decode_dictionary_indices, dictionary_lookup
+from workers.encoding.dictionary import decode_dictionary_indices, dictionary_encode
 from workers.encoding.plain import decode_plain
 from workers.encoding.rle_hybrid import decode_levels_v1, decode_rle_hybrid
 from workers.encodings import decode_values
-from workers.values import BinaryValues
+from workers.values import BinaryValues, count_values
 
 __all__ = [
     "DecodedChunk",
@@ -81,7 +81,9 @@ __all__ = [
     "PageInfo",
     "concat_values",
     "decode_chunk",
+    "gather_dictionary",
     "max_page_values",
+    "merge_dictionaries",
 ]
 
 _DICTIONARY_ENCODINGS = (Encoding.PLAIN_DICTIONARY, Encoding.RLE_DICTIONARY)
@@ -136,12 +138,120 @@ class PageInfo:
 
 @dataclass(frozen=True, slots=True)
 class DecodedChunk:
-    """A column chunk's non-null values, its definition levels (None when REQUIRED) and pages."""
+    """A column chunk's non-null values, its definition levels (None when REQUIRED) and pages.
+
+    With ``keep_dictionary`` (:func:`decode_chunk`) and every data page dictionary-encoded,
+    ``values`` holds the int32 indices (checked against the dictionary) and ``dictionary`` the
+    dictionary page's values: ``gather_dictionary(dictionary, values)`` are the values.
+    """
 
     values: Any
     def_levels: npt.NDArray[np.uint8] | None
     num_rows: int
     pages: list[PageInfo]
+    dictionary: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Indices:
+    """A dictionary-encoded page's indices, kept for the caller (``keep_dictionary``)."""
+
+    indices: npt.NDArray[np.int32]
+
+
+_PADDED_GATHER_SLACK = 2
+"""A BYTE_ARRAY dictionary is gathered through a padded (entries, longest) matrix when its
+longest entry is at most this many times the mean entry length (plus 8 bytes)."""
+
+
+def _gather_binary(dictionary: BinaryValues, indices: npt.NDArray[np.integer]) -> BinaryValues:
+    """``dictionary.take(indices)``, by rows of a padded matrix when the entries' lengths are
+    close (symbols, codes: a row gather instead of a per-byte index)."""
+    lengths = dictionary.lengths
+    count = int(lengths.shape[0])
+    if count == 0 or indices.shape[0] == 0:
+        return dictionary.take(indices)
+    longest = int(lengths.max())
+    total = dictionary.total_size
+    if longest == 0 or longest > _PADDED_GATHER_SLACK * total / count + 8:
+        return dictionary.take(indices)
+    start = int(dictionary.offsets[0])
+    data = dictionary.data[start : start + total]
+    taken_lengths = lengths[indices]
+    offsets = np.zeros(indices.shape[0] + 1, dtype=np.int64)
+    np.cumsum(taken_lengths, out=offsets[1:])
+    if int(lengths.min()) == longest:  # every entry as long: the bytes are a matrix already
+        return BinaryValues(offsets, data.reshape(count, longest)[indices].reshape(-1))
+    present = np.arange(longest) < lengths[:, None]
+    padded = np.zeros((count, longest), dtype=np.uint8)
+    padded[present] = data
+    return BinaryValues(offsets, padded[indices][present[indices]])
+
+
+def gather_dictionary(dictionary: Any, indices: npt.NDArray[np.integer]) -> Any:
+    """The values ``indices`` (in range) point at in ``dictionary`` (any in-memory form).
+
+    Returns:
+        ``dictionary[indices]`` (a new ``BinaryValues`` for BYTE_ARRAY).
+    """
+    if isinstance(dictionary, BinaryValues):
+        return _gather_binary(dictionary, indices)
+    return dictionary[indices]
+
+
+def merge_dictionaries(
+    parts: list[tuple[Any, npt.NDArray[np.integer]]], physical_type: Type, type_length: int | None
+) -> tuple[Any, npt.NDArray[np.int32]]:
+    """One dictionary for the values of several dictionary-encoded chunks, without hashing
+    their values: only the chunks' dictionaries are hashed (``dictionary_encode`` of their
+    concatenation), and the indices remapped.
+
+    Args:
+        parts: ``(dictionary, indices)`` of each chunk, in row order (indices in range).
+        physical_type: the column's type (INT32, INT64 or BYTE_ARRAY: types whose dictionary
+            entries compare by their bytes).
+        type_length: FIXED_LEN_BYTE_ARRAY width (unused for those types).
+
+    Returns:
+        ``(distinct, indices)``, equal to ``dictionary_encode`` of the concatenated values:
+        ``distinct`` in first-occurrence order of the rows, entries no row uses left out.
+    """
+    dictionaries = concat_values([d for d, _ in parts], physical_type, type_length)
+    distinct, remap = dictionary_encode(dictionaries, physical_type)
+    size = count_values(distinct)
+    # Each chunk's ids in the merged dictionary, and the ids in the order rows first use
+    # them: only the occurrences of ids no earlier chunk used are sorted (a chunk's own
+    # first-occurrence order), so the work stays about linear in the rows.
+    seen = np.zeros(size, dtype=np.bool_)
+    ids_parts: list[npt.NDArray[np.int32]] = []
+    order_parts: list[npt.NDArray[np.int32]] = []
+    start = 0
+    for dictionary, idx in parts:
+        ids = remap[start + np.asarray(idx, dtype=np.int64)]
+        start += count_values(dictionary)
+        ids_parts.append(ids)
+        fresh = ids[~seen[ids]]
+        if fresh.shape[0]:
+            used, first = np.unique(fresh, return_index=True)
+            order_parts.append(used[np.argsort(first, kind="stable")])
+            seen[used] = True
+    indices = (
+        np.concatenate(ids_parts).astype(np.int32, copy=False)
+        if ids_parts
+        else np.zeros(0, dtype=np.int32)
+    )
+    order = np.concatenate(order_parts) if order_parts else np.zeros(0, dtype=np.int32)
+    if order.shape[0] == size and bool(np.all(order == np.arange(size))):
+        return distinct, indices  # the merged dictionary is in first-occurrence order already
+    relabel = np.zeros(size, dtype=np.int32)
+    relabel[order] = np.arange(order.shape[0], dtype=np.int32)
+    return gather_dictionary(distinct, order), relabel[indices]
+
+
+def _check_indices(indices: npt.NDArray[np.integer], size: int) -> None:
+    if indices.shape[0] and (int(indices.min()) < 0 or int(indices.max()) >= size):
+        bad = int(indices.min()) if int(indices.min()) < 0 else int(indices.max())
+        raise FormatError(f"Dictionary index {bad} is outside the dictionary of {size} values.")
 
 
 _EMPTY = {
@@ -181,6 +291,10 @@ def concat_values(parts: list[Any], physical_type: Type, type_length: int | None
     return np.zeros((0, width), dtype=np.uint8)
 
 
+def _concat_indices(parts: list[npt.NDArray[np.int32]]) -> npt.NDArray[np.int32]:
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
 def _crc_ok(body: memoryview, crc: int) -> bool:
     return zlib.crc32(body) == (crc & 0xFFFFFFFF)
 
@@ -199,8 +313,10 @@ class _ChunkDecoder:
         max_decompressed_page_size: int,
         cipher: PageCipher | None = None,
         dictionary_first: bool = False,
+        keep_dictionary: bool = False,
     ) -> None:
         self.buf = buf
+        self.keep_dictionary = keep_dictionary
         self.cipher = cipher
         self.dictionary_first = dictionary_first
         self.chunk_offset = chunk_offset
@@ -266,7 +382,10 @@ class _ChunkDecoder:
             if self.dictionary is None:
                 raise FormatError("A dictionary-encoded page comes before any dictionary page.")
             indices, _ = decode_dictionary_indices(data, count)
-            return dictionary_lookup(self.dictionary, indices)
+            _check_indices(indices, count_values(self.dictionary))
+            if self.keep_dictionary:
+                return _Indices(indices)
+            return gather_dictionary(self.dictionary, indices)
         return decode_values(data, self.physical_type, encoding, count, self.type_length)
 
     def data_page(
@@ -480,7 +599,12 @@ class _ChunkDecoder:
                     nulls = 0
                     if levels is not None:
                         level_parts.append(levels)
-                        nulls = page_rows - len(values)
+                        count = (
+                            values.indices.shape[0]
+                            if isinstance(values, _Indices)
+                            else count_values(values)
+                        )
+                        nulls = page_rows - count
                     rows += page_rows
                     pages.append(
                         PageInfo(
@@ -506,7 +630,21 @@ class _ChunkDecoder:
                     f"page does not decode ({type(exc).__name__}: {exc}).", pos
                 ) from exc
             pos = body_start + size
-        values = concat_values(parts, self.physical_type, self.type_length)
+        dictionary = None
+        if parts and all(isinstance(part, _Indices) for part in parts):
+            dictionary = self.dictionary
+            values = _concat_indices([part.indices for part in parts])
+        else:
+            values = concat_values(
+                [
+                    gather_dictionary(self.dictionary, part.indices)
+                    if isinstance(part, _Indices)
+                    else part
+                    for part in parts
+                ],
+                self.physical_type,
+                self.type_length,
+            )
         def_levels = None
         if self.max_def:
             if len(level_parts) == 1:
@@ -515,7 +653,9 @@ class _ChunkDecoder:
                 def_levels = (
                     np.concatenate(level_parts) if level_parts else np.zeros(0, dtype=np.uint8)
                 )
-        return DecodedChunk(values=values, def_levels=def_levels, num_rows=rows, pages=pages)
+        return DecodedChunk(
+            values=values, def_levels=def_levels, num_rows=rows, pages=pages, dictionary=dictionary
+        )
 
 
 def decode_chunk(
@@ -530,6 +670,7 @@ def decode_chunk(
     where: str | None = None,
     cipher: PageCipher | None = None,
     dictionary_first: bool = False,
+    keep_dictionary: bool = False,
 ) -> DecodedChunk:
     """Decode every page of one column chunk.
 
@@ -545,6 +686,8 @@ def decode_chunk(
         cipher: decrypts the page headers and bodies of an encrypted chunk.
         dictionary_first: the chunk starts with a dictionary page (``dictionary_page_offset``
             is its start); needed to pick the first header's module type when encrypted.
+        keep_dictionary: when every data page is dictionary-encoded, return the indices and
+            the dictionary instead of looking the values up (:class:`DecodedChunk`).
 
     Returns:
         The non-null values and the definition levels.
@@ -575,5 +718,6 @@ def decode_chunk(
         max_decompressed_page_size,
         cipher,
         dictionary_first,
+        keep_dictionary,
     )
     return decoder.run(num_rows)

@@ -30,8 +30,15 @@ import numpy.typing as npt
 from streamwrite.errors import CorruptFileError
 from streamwrite.format import structs as t
 from streamwrite.format.chunk import EncodedChunk
+from streamwrite.format.enums import Type
 from workers.chunk import ChunkCrypto, ChunkSettings, encode_chunk
-from workers.decode import DecodedChunk, concat_values, decode_chunk
+from workers.decode import (
+    DecodedChunk,
+    concat_values,
+    decode_chunk,
+    gather_dictionary,
+    merge_dictionaries,
+)
 from workers.values import BinaryValues
 
 __all__ = ["EncodeChunkJob", "Job", "MergeChunkJob", "SourceChunk", "run_job"]
@@ -66,6 +73,11 @@ class SourceChunk:
     row_stop: int
     dictionary_first: bool
     where: str
+
+
+_MERGED_DICTIONARY_TYPES = (Type.INT32, Type.INT64, Type.BYTE_ARRAY)
+"""Types whose source dictionaries a merge unifies (entries equal exactly when their bytes
+are: floats are left out, where NaN payloads and signed zeros would differ)."""
 
 
 def _take_rows(
@@ -107,7 +119,10 @@ class MergeChunkJob:
         """
         settings = self.settings
         max_level = settings.max_definition_level
-        values, levels = [], []
+        keep_dictionary = (
+            settings.column.use_dictionary and settings.physical_type in _MERGED_DICTIONARY_TYPES
+        )
+        values, levels, dictionaries = [], [], []
         for source in self.sources:
             decoded = decode_chunk(
                 source.data,
@@ -119,6 +134,7 @@ class MergeChunkJob:
                 max_decompressed_page_size=self.max_decompressed_page_size,
                 where=source.where,
                 dictionary_first=source.dictionary_first,
+                keep_dictionary=keep_dictionary,
             )
             if decoded.num_rows != source.num_rows:
                 raise CorruptFileError(
@@ -127,15 +143,35 @@ class MergeChunkJob:
                 )
             part_values, part_levels = _take_rows(decoded, source, max_level)
             values.append(part_values)
+            dictionaries.append(decoded.dictionary)
             if part_levels is not None:
                 levels.append(part_levels)
         num_rows = sum(source.row_stop - source.row_start for source in self.sources)
+        merged = None
+        if dictionaries and all(d is not None for d in dictionaries):
+            # every source dictionary-encoded: values are indices; no value is hashed again
+            merged = merge_dictionaries(
+                list(zip(dictionaries, values, strict=True)),
+                settings.physical_type,
+                settings.type_length,
+            )
+            column_values = gather_dictionary(*merged)
+        else:
+            column_values = concat_values(
+                [
+                    v if d is None else gather_dictionary(d, v)
+                    for d, v in zip(dictionaries, values, strict=True)
+                ],
+                settings.physical_type,
+                settings.type_length,
+            )
         return encode_chunk(
             settings,
-            concat_values(values, settings.physical_type, settings.type_length),
+            column_values,
             np.concatenate(levels) if max_level else None,
             num_rows,
             self.crypto,
+            merged,
         )
 
 
