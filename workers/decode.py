@@ -219,28 +219,17 @@ def merge_dictionaries(
     dictionaries = concat_values([d for d, _ in parts], physical_type, type_length)
     distinct, remap = dictionary_encode(dictionaries, physical_type)
     size = count_values(distinct)
-    # Each chunk's ids in the merged dictionary, and the ids in the order rows first use
-    # them: only the occurrences of ids no earlier chunk used are sorted (a chunk's own
-    # first-occurrence order), so the work stays about linear in the rows.
-    seen = np.zeros(size, dtype=np.bool_)
-    ids_parts: list[npt.NDArray[np.int32]] = []
-    order_parts: list[npt.NDArray[np.int32]] = []
-    start = 0
-    for dictionary, idx in parts:
-        ids = remap[start + np.asarray(idx, dtype=np.int64)]
-        start += count_values(dictionary)
-        ids_parts.append(ids)
-        fresh = ids[~seen[ids]]
-        if fresh.shape[0]:
-            used, first = np.unique(fresh, return_index=True)
-            order_parts.append(used[np.argsort(first, kind="stable")])
-            seen[used] = True
-    indices = (
-        np.concatenate(ids_parts).astype(np.int32, copy=False)
-        if ids_parts
-        else np.zeros(0, dtype=np.int32)
-    )
-    order = np.concatenate(order_parts) if order_parts else np.zeros(0, dtype=np.int32)
+    starts = np.zeros(len(parts), dtype=np.int64)
+    np.cumsum([count_values(d) for d, _ in parts[:-1]], out=starts[1:])
+    lengths = [int(np.shape(idx)[0]) for _, idx in parts]
+    positions = np.concatenate([np.asarray(idx, dtype=np.int64) for _, idx in parts])
+    positions += np.repeat(starts, lengths)
+    indices = remap[positions].astype(np.int32, copy=False)
+    # The merged ids in the order rows first use them (unused ones last, then dropped).
+    num_values = int(indices.shape[0])
+    first = np.full(size, num_values, dtype=np.int64)
+    np.minimum.at(first, indices, np.arange(num_values, dtype=np.int64))
+    order = np.argsort(first, kind="stable")[: int(np.count_nonzero(first < num_values))]
     if order.shape[0] == size and bool(np.all(order == np.arange(size))):
         return distinct, indices  # the merged dictionary is in first-occurrence order already
     relabel = np.zeros(size, dtype=np.int32)
