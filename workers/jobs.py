@@ -21,6 +21,7 @@ bloom filters are encrypted in the worker.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,8 +112,13 @@ class MergeChunkJob:
     max_decompressed_page_size: int
     crypto: ChunkCrypto | None = None
 
-    def run(self) -> EncodedChunk:
-        """Returns: the encoded chunk.
+    def run(self, between: Callable[[], None] | None = None) -> EncodedChunk:
+        """Decode the sources, then encode; ``between`` (if given) is called before each
+        source and before the encoding (the inline executor waits there while urgent jobs
+        run; it never changes the result).
+
+        Returns:
+            The encoded chunk.
 
         Raises:
             CorruptFileError, LimitError, UnsupportedError: as decoding a source raises.
@@ -124,6 +130,8 @@ class MergeChunkJob:
         )
         values, levels, dictionaries = [], [], []
         for source in self.sources:
+            if between is not None:
+                between()
             decoded = decode_chunk(
                 source.data,
                 source.start,
@@ -147,6 +155,8 @@ class MergeChunkJob:
             if part_levels is not None:
                 levels.append(part_levels)
         num_rows = sum(source.row_stop - source.row_start for source in self.sources)
+        if between is not None:
+            between()
         merged = None
         if dictionaries and all(d is not None for d in dictionaries):
             # every source dictionary-encoded: values are indices; no value is hashed again
