@@ -32,8 +32,9 @@ import anyio
 from streamwrite.format.chunk import EncodedChunk
 from streamwrite.pool.gate import URGENT
 from workers.jobs import Job, MergeChunkJob, run_job
+from workers.shm import BACKGROUND_PAUSE
 
-__all__ = ["Executor", "InlineExecutor", "gather_in_order"]
+__all__ = ["BACKGROUND_PAUSE", "Executor", "InlineExecutor", "gather_in_order"]
 
 
 class Executor(Protocol):
@@ -44,7 +45,7 @@ class Executor(Protocol):
     ``streamwrite.format.chunk.EncodedChunk``, to return unchanged). ``workers.jobs`` and
     ``streamwrite.format.chunk`` are public for this contract; a job's fields are not::
 
-        from workers.jobs import Job, MergeChunkJob, run_job
+        from workers.jobs import Job, run_job
         from streamwrite.format.chunk import EncodedChunk
 
         class MyExecutor:
@@ -108,11 +109,6 @@ async def gather_in_order(
 
 def _run_jobs(jobs: list[Job]) -> list[EncodedChunk]:
     return [run_job(job) for job in jobs]
-
-
-BACKGROUND_PAUSE = 0.05
-"""Seconds a background job of the inline executor waits, at one of its pause points, for
-the urgent jobs running to finish (bounded: background work is slowed, never starved)."""
 
 
 class InlineExecutor:

@@ -18,6 +18,7 @@ from streamwrite.format.chunk import EncodedChunk
 from streamwrite.options import make_write_options
 from streamwrite.pool.executor import BACKGROUND_PAUSE, InlineExecutor
 from streamwrite.pool.gate import BACKGROUND, URGENT
+from streamwrite.pool.process import ProcessPool
 from streamwrite.reader.file import ParquetFile
 from workers.jobs import MergeChunkJob, run_job
 
@@ -105,3 +106,29 @@ def test_background_and_urgent_inline_results_are_the_same(tmp_path: Path) -> No
 
     background, urgent = anyio.run(main)
     assert background == urgent
+
+
+def test_a_pool_background_merge_job_waits_while_urgent_jobs_are_in_flight(
+    tmp_path: Path,
+) -> None:
+    """The pool's pause flag, set as an urgent job in flight sets it: a background merge
+    job waits at each of its pause points (lower bound; the result is unchanged)."""
+    job = _merge_job(tmp_path)
+    expected = run_job(job)
+    pause_points = len(job.sources) + 1
+
+    async def main() -> tuple[float, EncodedChunk, EncodedChunk]:
+        async with await ProcessPool.open(2) as pool:
+            quick = await pool.run(job, BACKGROUND)  # flag clear: no waiting
+            pool._set_urgent(+1)  # as ProcessPool.run does for an urgent job
+            try:
+                start = time.monotonic()
+                paused = await pool.run(job, BACKGROUND)
+                elapsed = time.monotonic() - start
+            finally:
+                pool._set_urgent(-1)
+        return elapsed, quick, paused
+
+    elapsed, quick, paused = anyio.run(main)
+    assert quick == paused == expected
+    assert elapsed >= pause_points * BACKGROUND_PAUSE * 0.9
