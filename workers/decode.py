@@ -225,8 +225,16 @@ def merge_dictionaries(
     positions = np.concatenate([np.asarray(idx, dtype=np.int64) for _, idx in parts])
     positions += np.repeat(starts, lengths)
     indices = remap[positions].astype(np.int32, copy=False)
-    # The merged ids in the order rows first use them (unused ones last, then dropped).
     num_values = int(indices.shape[0])
+    if num_values:
+        running = np.maximum.accumulate(indices)
+        if (
+            int(indices[0]) == 0
+            and int(running[-1]) == size - 1
+            and bool(np.all(indices[1:] <= running[:-1] + 1))
+        ):
+            return distinct, indices  # each new id is the next one: first-occurrence order
+    # The merged ids in the order rows first use them (unused ones last, then dropped).
     first = np.full(size, num_values, dtype=np.int64)
     np.minimum.at(first, indices, np.arange(num_values, dtype=np.int64))
     order = np.argsort(first, kind="stable")[: int(np.count_nonzero(first < num_values))]
@@ -282,6 +290,43 @@ def concat_values(parts: list[Any], physical_type: Type, type_length: int | None
 
 def _concat_indices(parts: list[npt.NDArray[np.int32]]) -> npt.NDArray[np.int32]:
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _single_run(
+    data: bytes | memoryview, width: int, count: int, v1: bool
+) -> tuple[npt.NDArray[np.uint8], int] | None:
+    """Levels stored as one RLE run of exactly ``count`` values (a page without nulls: the
+    common case), read without the general decoder; None when they are anything else.
+
+    ``[4-byte length, v1 only] uleb128(count << 1) value`` (value in ``ceil(width / 8)``
+    bytes). Returns the levels and the bytes used, as the general decoder would."""
+    view = memoryview(data)
+    prefix = 4 if v1 else 0
+    if len(view) < prefix + 2 or width > 8:
+        return None
+    size = int.from_bytes(view[:4], "little") if v1 else len(view)
+    if size > len(view) - prefix or size > 6:
+        return None
+    header = 0
+    shift = 0
+    pos = prefix
+    end = prefix + size
+    while pos < end:
+        byte = view[pos]
+        header |= (byte & 0x7F) << shift
+        pos += 1
+        if not byte & 0x80:
+            break
+        shift += 7
+    else:
+        return None
+    value_size = (width + 7) // 8
+    if header & 1 or header >> 1 != count or pos + value_size != end or value_size != 1:
+        return None
+    value = view[pos]
+    if value >> width:
+        return None
+    return np.full(count, value, dtype=np.uint8), end if v1 else size
 
 
 def _crc_ok(body: memoryview, crc: int) -> bool:
@@ -360,6 +405,9 @@ class _ChunkDecoder:
             return bits[:count].astype(np.uint8), size
         if encoding != Encoding.RLE:
             raise FormatError(f"Unsupported definition level encoding {encoding}.")
+        single = _single_run(data, width, count, v1)
+        if single is not None:
+            return single
         if v1:
             levels, used = decode_levels_v1(data, width, count)
         else:

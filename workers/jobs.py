@@ -76,9 +76,10 @@ class SourceChunk:
     where: str
 
 
-_MERGED_DICTIONARY_TYPES = (Type.INT32, Type.INT64, Type.BYTE_ARRAY)
-"""Types whose source dictionaries a merge unifies (entries equal exactly when their bytes
-are: floats are left out, where NaN payloads and signed zeros would differ)."""
+_MERGED_DICTIONARY_TYPES = (Type.BYTE_ARRAY,)
+"""Types whose source dictionaries a merge unifies (hashing strings is what it saves; for
+integers, hashing the values costs about what merging the dictionaries does; floats would
+need NaN payloads and signed zeros handled)."""
 
 
 def _take_rows(
