@@ -33,13 +33,8 @@ from streamwrite.format import structs as t
 from streamwrite.format.chunk import EncodedChunk
 from streamwrite.format.enums import Type
 from workers.chunk import ChunkCrypto, ChunkSettings, encode_chunk
-from workers.decode import (
-    DecodedChunk,
-    concat_values,
-    decode_chunk,
-    gather_dictionary,
-    merge_dictionaries,
-)
+from workers.decode import DecodedChunk, decode_chunk
+from workers.value_ops import concat_values, gather_dictionary, merge_dictionaries
 from workers.values import BinaryValues
 
 __all__ = ["EncodeChunkJob", "Job", "MergeChunkJob", "SourceChunk", "run_job"]

@@ -8,12 +8,16 @@ group; this module reads the row groups that way and executes the plan's actions
                 UnsupportedError (a chunk stored in another file...) falls back to decoding
     PHYSICAL    its column chunks are read as compressed bytes and held back; every held
                 row group becomes one MergeChunkJob per column that the executor's workers
-                decode and re-encode (no Arrow on the way)
+                decode and re-encode (no Arrow on the way; the dictionaries of dictionary-
+                encoded BYTE_ARRAY sources are merged, no value hashed again:
+                workers/value_ops.py); compaction's jobs run at background priority
     ARROW       decoded here (decrypted) into Arrow, held back, sorted if asked, re-encoded
                 by row_group_jobs (re-encrypted under the new segment's keys and ordinals)
 
 Up to ``MAX_ENCODING`` merged row groups are encoded at once while the next ones are read, and
-the ready ones are committed (in order, in the background) every ``COMMIT_BYTES``.
+the ready ones are committed (in order, in the background) every ``COMMIT_BYTES``. A segment
+already opened to read its info this round (``compaction/policy.py``) is read without parsing
+its footer again.
 """
 
 from __future__ import annotations

@@ -24,9 +24,9 @@ from streamwrite.encode import chunk_settings, row_group_jobs
 from streamwrite.format.enums import Type
 from streamwrite.options import make_write_options
 from streamwrite.reader.file import ParquetFile
-from workers.decode import gather_dictionary, merge_dictionaries
 from workers.encoding.dictionary import dictionary_encode
 from workers.jobs import MergeChunkJob, run_job
+from workers.value_ops import gather_dictionary, merge_dictionaries
 from workers.values import BinaryValues
 
 EXAMPLES = int(os.environ.get("STREAMWRITE_MERGE_DICT_EXAMPLES", "150"))
