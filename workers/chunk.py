@@ -299,6 +299,7 @@ def encode_chunk(
     def_levels: npt.NDArray[np.uint8] | None,
     num_rows: int,
     crypto: ChunkCrypto | None = None,
+    dictionary: tuple[Any, npt.NDArray[np.int32]] | None = None,
 ) -> EncodedChunk:
     """Encode one column chunk.
 
@@ -309,6 +310,8 @@ def encode_chunk(
         num_rows: rows in the chunk.
         crypto: the column's cipher and the chunk's row group and column ordinals, when the
             column is encrypted.
+        dictionary: ``dictionary_encode(values)`` when the caller has it already (compaction
+            merges the source chunks' dictionaries); used if a dictionary is chosen.
 
     Returns:
         The chunk bytes with its metadata, page index and bloom filter (pages and bloom
@@ -354,7 +357,7 @@ def encode_chunk(
     indices: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
     distinct: Any = None
     if choice.use_dictionary:
-        distinct, indices = choice.dictionary or dictionary_encode(values, ptype)
+        distinct, indices = choice.dictionary or dictionary or dictionary_encode(values, ptype)
         entry_sizes = _plain_entry_sizes(distinct, settings)
         num_entries = int(
             np.searchsorted(np.cumsum(entry_sizes), settings.dictionary_page_size_limit, "right")

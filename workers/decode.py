@@ -34,6 +34,11 @@ Both are read. The module's 4-byte length prefix tells them apart (at byte 0 it 
 parquet-java's), which works for CTR page bodies too (no tag to try); under GCM a body where both
 hold is tried as Arrow first, then as parquet-java.
 
+With ``keep_dictionary`` (compaction's merge jobs), a chunk whose data pages are all
+dictionary-encoded comes back as its dictionary and the checked indices instead of the
+looked-up values (:func:`workers.value_ops.merge_dictionaries` merges several). Definition
+levels stored as one RLE run (a page without nulls) are read without the general decoder.
+
 Repetition levels of a V2 page are skipped: the schema is flat (max repetition level 0), so
 they carry no information (some writers still store a run of zeros).
 
@@ -69,11 +74,12 @@ from streamwrite.format.aad import ModuleType
 from streamwrite.format.enums import CompressionCodec, Encoding, PageType, Type
 from streamwrite.format.thrift.codec import deserialize
 from workers.compression import decompress
-from workers.encoding.dictionary import decode_dictionary_indices, dictionary_lookup
+from workers.encoding.dictionary import decode_dictionary_indices
 from workers.encoding.plain import decode_plain
 from workers.encoding.rle_hybrid import decode_levels_v1, decode_rle_hybrid
 from workers.encodings import decode_values
-from workers.values import BinaryValues
+from workers.value_ops import concat_values, gather_dictionary
+from workers.values import count_values
 
 __all__ = [
     "DecodedChunk",
@@ -136,49 +142,72 @@ class PageInfo:
 
 @dataclass(frozen=True, slots=True)
 class DecodedChunk:
-    """A column chunk's non-null values, its definition levels (None when REQUIRED) and pages."""
+    """A column chunk's non-null values, its definition levels (None when REQUIRED) and pages.
+
+    With ``keep_dictionary`` (:func:`decode_chunk`) and every data page dictionary-encoded,
+    ``values`` holds the int32 indices (checked against the dictionary) and ``dictionary`` the
+    dictionary page's values: ``gather_dictionary(dictionary, values)`` are the values.
+    """
 
     values: Any
     def_levels: npt.NDArray[np.uint8] | None
     num_rows: int
     pages: list[PageInfo]
+    dictionary: Any = None
 
 
-_EMPTY = {
-    Type.BOOLEAN: np.dtype(np.bool_),
-    Type.INT32: np.dtype(np.int32),
-    Type.INT64: np.dtype(np.int64),
-    Type.FLOAT: np.dtype(np.float32),
-    Type.DOUBLE: np.dtype(np.float64),
-}
+@dataclass(frozen=True, slots=True)
+class _Indices:
+    """A dictionary-encoded page's indices, kept for the caller (``keep_dictionary``)."""
+
+    indices: npt.NDArray[np.int32]
 
 
-def concat_values(parts: list[Any], physical_type: Type, type_length: int | None) -> Any:
-    """Concatenate per-page values of one physical type into one array / BinaryValues."""
-    if physical_type == Type.BYTE_ARRAY:
-        binaries: list[BinaryValues] = parts
-        if len(binaries) == 1:
-            return binaries[0]
-        offsets = [np.zeros(1, dtype=np.int64)]
-        datas = []
-        total = 0
-        for b in binaries:
-            start = int(b.offsets[0])
-            offsets.append(b.offsets[1:] - start + total)
-            datas.append(b.data[start : int(b.offsets[-1])])
-            total += b.total_size
-        return BinaryValues(
-            np.concatenate(offsets),
-            np.concatenate(datas) if datas else np.zeros(0, dtype=np.uint8),
-        )
-    if len(parts) == 1:
-        return parts[0]
-    if parts:
-        return np.concatenate(parts)
-    if physical_type in _EMPTY:
-        return np.zeros(0, dtype=_EMPTY[physical_type])
-    width = 12 if physical_type == Type.INT96 else (type_length or 0)
-    return np.zeros((0, width), dtype=np.uint8)
+def _check_indices(indices: npt.NDArray[np.integer], size: int) -> None:
+    if indices.shape[0] and (int(indices.min()) < 0 or int(indices.max()) >= size):
+        bad = int(indices.min()) if int(indices.min()) < 0 else int(indices.max())
+        raise FormatError(f"Dictionary index {bad} is outside the dictionary of {size} values.")
+
+
+def _concat_indices(parts: list[npt.NDArray[np.int32]]) -> npt.NDArray[np.int32]:
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _single_run(
+    data: bytes | memoryview, width: int, count: int, v1: bool
+) -> tuple[npt.NDArray[np.uint8], int] | None:
+    """Levels stored as one RLE run of exactly ``count`` values (a page without nulls: the
+    common case), read without the general decoder; None when they are anything else.
+
+    ``[4-byte length, v1 only] uleb128(count << 1) value`` (value in ``ceil(width / 8)``
+    bytes). Returns the levels and the bytes used, as the general decoder would."""
+    view = memoryview(data)
+    prefix = 4 if v1 else 0
+    if len(view) < prefix + 2 or width > 8:
+        return None
+    size = int.from_bytes(view[:4], "little") if v1 else len(view)
+    if size > len(view) - prefix or size > 6:
+        return None
+    header = 0
+    shift = 0
+    pos = prefix
+    end = prefix + size
+    while pos < end:
+        byte = view[pos]
+        header |= (byte & 0x7F) << shift
+        pos += 1
+        if not byte & 0x80:
+            break
+        shift += 7
+    else:
+        return None
+    value_size = (width + 7) // 8
+    if header & 1 or header >> 1 != count or pos + value_size != end or value_size != 1:
+        return None
+    value = view[pos]
+    if value >> width:
+        return None
+    return np.full(count, value, dtype=np.uint8), end if v1 else size
 
 
 def _crc_ok(body: memoryview, crc: int) -> bool:
@@ -199,8 +228,10 @@ class _ChunkDecoder:
         max_decompressed_page_size: int,
         cipher: PageCipher | None = None,
         dictionary_first: bool = False,
+        keep_dictionary: bool = False,
     ) -> None:
         self.buf = buf
+        self.keep_dictionary = keep_dictionary
         self.cipher = cipher
         self.dictionary_first = dictionary_first
         self.chunk_offset = chunk_offset
@@ -255,6 +286,9 @@ class _ChunkDecoder:
             return bits[:count].astype(np.uint8), size
         if encoding != Encoding.RLE:
             raise FormatError(f"Unsupported definition level encoding {encoding}.")
+        single = _single_run(data, width, count, v1)
+        if single is not None:
+            return single
         if v1:
             levels, used = decode_levels_v1(data, width, count)
         else:
@@ -266,7 +300,10 @@ class _ChunkDecoder:
             if self.dictionary is None:
                 raise FormatError("A dictionary-encoded page comes before any dictionary page.")
             indices, _ = decode_dictionary_indices(data, count)
-            return dictionary_lookup(self.dictionary, indices)
+            _check_indices(indices, count_values(self.dictionary))
+            if self.keep_dictionary:
+                return _Indices(indices)
+            return gather_dictionary(self.dictionary, indices)
         return decode_values(data, self.physical_type, encoding, count, self.type_length)
 
     def data_page(
@@ -480,7 +517,12 @@ class _ChunkDecoder:
                     nulls = 0
                     if levels is not None:
                         level_parts.append(levels)
-                        nulls = page_rows - len(values)
+                        count = (
+                            values.indices.shape[0]
+                            if isinstance(values, _Indices)
+                            else count_values(values)
+                        )
+                        nulls = page_rows - count
                     rows += page_rows
                     pages.append(
                         PageInfo(
@@ -506,7 +548,21 @@ class _ChunkDecoder:
                     f"page does not decode ({type(exc).__name__}: {exc}).", pos
                 ) from exc
             pos = body_start + size
-        values = concat_values(parts, self.physical_type, self.type_length)
+        dictionary = None
+        if parts and all(isinstance(part, _Indices) for part in parts):
+            dictionary = self.dictionary
+            values = _concat_indices([part.indices for part in parts])
+        else:
+            values = concat_values(
+                [
+                    gather_dictionary(self.dictionary, part.indices)
+                    if isinstance(part, _Indices)
+                    else part
+                    for part in parts
+                ],
+                self.physical_type,
+                self.type_length,
+            )
         def_levels = None
         if self.max_def:
             if len(level_parts) == 1:
@@ -515,7 +571,9 @@ class _ChunkDecoder:
                 def_levels = (
                     np.concatenate(level_parts) if level_parts else np.zeros(0, dtype=np.uint8)
                 )
-        return DecodedChunk(values=values, def_levels=def_levels, num_rows=rows, pages=pages)
+        return DecodedChunk(
+            values=values, def_levels=def_levels, num_rows=rows, pages=pages, dictionary=dictionary
+        )
 
 
 def decode_chunk(
@@ -530,6 +588,7 @@ def decode_chunk(
     where: str | None = None,
     cipher: PageCipher | None = None,
     dictionary_first: bool = False,
+    keep_dictionary: bool = False,
 ) -> DecodedChunk:
     """Decode every page of one column chunk.
 
@@ -545,6 +604,8 @@ def decode_chunk(
         cipher: decrypts the page headers and bodies of an encrypted chunk.
         dictionary_first: the chunk starts with a dictionary page (``dictionary_page_offset``
             is its start); needed to pick the first header's module type when encrypted.
+        keep_dictionary: when every data page is dictionary-encoded, return the indices and
+            the dictionary instead of looking the values up (:class:`DecodedChunk`).
 
     Returns:
         The non-null values and the definition levels.
@@ -575,5 +636,6 @@ def decode_chunk(
         max_decompressed_page_size,
         cipher,
         dictionary_first,
+        keep_dictionary,
     )
     return decoder.run(num_rows)

@@ -21,6 +21,7 @@ bloom filters are encrypted in the worker.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,8 +31,10 @@ import numpy.typing as npt
 from streamwrite.errors import CorruptFileError
 from streamwrite.format import structs as t
 from streamwrite.format.chunk import EncodedChunk
+from streamwrite.format.enums import Type
 from workers.chunk import ChunkCrypto, ChunkSettings, encode_chunk
-from workers.decode import DecodedChunk, concat_values, decode_chunk
+from workers.decode import DecodedChunk, decode_chunk
+from workers.value_ops import concat_values, gather_dictionary, merge_dictionaries
 from workers.values import BinaryValues
 
 __all__ = ["EncodeChunkJob", "Job", "MergeChunkJob", "SourceChunk", "run_job"]
@@ -68,6 +71,12 @@ class SourceChunk:
     where: str
 
 
+_MERGED_DICTIONARY_TYPES = (Type.BYTE_ARRAY,)
+"""Types whose source dictionaries a merge unifies (hashing strings is what it saves; for
+integers, hashing the values costs about what merging the dictionaries does; floats would
+need NaN payloads and signed zeros handled)."""
+
+
 def _take_rows(
     decoded: DecodedChunk, source: SourceChunk, max_definition_level: int
 ) -> tuple[Any, npt.NDArray[np.uint8] | None]:
@@ -99,16 +108,26 @@ class MergeChunkJob:
     max_decompressed_page_size: int
     crypto: ChunkCrypto | None = None
 
-    def run(self) -> EncodedChunk:
-        """Returns: the encoded chunk.
+    def run(self, between: Callable[[], None] | None = None) -> EncodedChunk:
+        """Decode the sources, then encode; ``between`` (if given) is called before each
+        source and before the encoding (the inline executor waits there while urgent jobs
+        run; it never changes the result).
+
+        Returns:
+            The encoded chunk.
 
         Raises:
             CorruptFileError, LimitError, UnsupportedError: as decoding a source raises.
         """
         settings = self.settings
         max_level = settings.max_definition_level
-        values, levels = [], []
+        keep_dictionary = (
+            settings.column.use_dictionary and settings.physical_type in _MERGED_DICTIONARY_TYPES
+        )
+        values, levels, dictionaries = [], [], []
         for source in self.sources:
+            if between is not None:
+                between()
             decoded = decode_chunk(
                 source.data,
                 source.start,
@@ -119,6 +138,7 @@ class MergeChunkJob:
                 max_decompressed_page_size=self.max_decompressed_page_size,
                 where=source.where,
                 dictionary_first=source.dictionary_first,
+                keep_dictionary=keep_dictionary,
             )
             if decoded.num_rows != source.num_rows:
                 raise CorruptFileError(
@@ -127,15 +147,37 @@ class MergeChunkJob:
                 )
             part_values, part_levels = _take_rows(decoded, source, max_level)
             values.append(part_values)
+            dictionaries.append(decoded.dictionary)
             if part_levels is not None:
                 levels.append(part_levels)
         num_rows = sum(source.row_stop - source.row_start for source in self.sources)
+        if between is not None:
+            between()
+        merged = None
+        if dictionaries and all(d is not None for d in dictionaries):
+            # every source dictionary-encoded: values are indices; no value is hashed again
+            merged = merge_dictionaries(
+                list(zip(dictionaries, values, strict=True)),
+                settings.physical_type,
+                settings.type_length,
+            )
+            column_values = gather_dictionary(*merged)
+        else:
+            column_values = concat_values(
+                [
+                    v if d is None else gather_dictionary(d, v)
+                    for d, v in zip(dictionaries, values, strict=True)
+                ],
+                settings.physical_type,
+                settings.type_length,
+            )
         return encode_chunk(
             settings,
-            concat_values(values, settings.physical_type, settings.type_length),
+            column_values,
             np.concatenate(levels) if max_level else None,
             num_rows,
             self.crypto,
+            merged,
         )
 
 

@@ -37,8 +37,8 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterator, Sized
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sized
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from multiprocessing import resource_tracker
 from multiprocessing.connection import Connection
@@ -54,8 +54,10 @@ from workers.values import BinaryValues
 
 __all__ = [
     "ALIGNMENT",
+    "BACKGROUND_PAUSE",
     "ArraySpec",
     "BinarySpec",
+    "PauseFlags",
     "Reply",
     "SharedJob",
     "SharedSegment",
@@ -103,6 +105,9 @@ class SharedJob:
     def_levels: ArraySpec | None
     sources: tuple[tuple[int, int], ...] = ()
     """A MergeChunkJob's source pages: ``(offset, size)`` of each in the segment."""
+    pause_flag: str = ""
+    """A background MergeChunkJob: the pool's one-byte segment, non-zero while urgent jobs
+    are in flight; the worker waits at the job's pause points while it is (``""``: never)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,11 +329,51 @@ def _error_reply(exc: BaseException, encode_seconds: float) -> Reply:
     return Reply(encode_seconds=encode_seconds, error=exc, error_traceback=text)
 
 
-def _serve(shared: SharedJob, segments: SharedSegment) -> Reply:
+BACKGROUND_PAUSE = 0.05
+"""Seconds a background job waits, at one of its pause points, for the urgent jobs in flight
+to finish (bounded: background work is slowed, never starved)."""
+_PAUSE_POLL = 0.001
+
+
+class PauseFlags:
+    """A worker's attachments to pause flags (:attr:`SharedJob.pause_flag`)."""
+
+    def __init__(self) -> None:
+        self._flags: dict[str, SharedMemory] = {}
+
+    def waiter(self, name: str) -> Callable[[], None]:
+        """Returns: a function that waits while flag ``name`` is set (at most
+        ``BACKGROUND_PAUSE`` seconds a call)."""
+        flag = self._flags.get(name)
+        if flag is None:
+            flag = self._flags[name] = attach_segment(name)
+        buf = flag.buf
+        assert buf is not None
+
+        def wait() -> None:
+            deadline = time.monotonic() + BACKGROUND_PAUSE
+            while buf[0] and time.monotonic() < deadline:
+                time.sleep(_PAUSE_POLL)
+
+        return wait
+
+    def close(self) -> None:
+        """Detach from every flag."""
+        for flag in self._flags.values():
+            with suppress(BufferError):
+                flag.close()
+        self._flags.clear()
+
+
+def _serve(shared: SharedJob, segments: SharedSegment, flags: PauseFlags | None = None) -> Reply:
     start = time.perf_counter()
     try:
         buf = segments.view(shared.segment) if shared.segment else memoryview(b"")
-        chunk = run_job(unpack_job(shared, buf))
+        job = unpack_job(shared, buf)
+        if shared.pause_flag and flags is not None and isinstance(job, MergeChunkJob):
+            chunk = job.run(flags.waiter(shared.pause_flag))
+        else:
+            chunk = run_job(job)
         seconds = time.perf_counter() - start
         size = len(chunk.data)
         if shared.segment and size <= len(buf):
@@ -346,6 +391,7 @@ def worker_main(conn: Connection) -> None:
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when workers stop
     segments = SharedSegment()
+    flags = PauseFlags()
     conn.send(("ready", os.getpid()))
     try:
         while True:
@@ -355,7 +401,7 @@ def worker_main(conn: Connection) -> None:
                 break
             if shared is None:
                 break
-            reply = _serve(shared, segments)
+            reply = _serve(shared, segments, flags)
             del shared
             try:
                 conn.send(reply)
@@ -365,4 +411,5 @@ def worker_main(conn: Connection) -> None:
                 conn.send(_error_reply(exc, reply.encode_seconds))
     finally:
         segments.close()
+        flags.close()
         conn.close()

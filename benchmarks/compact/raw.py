@@ -21,6 +21,7 @@ from _common import (
 
 from compact.common import (
     RAW_TARGET,
+    Timed,
     Variant,
     build_table,
     compaction_variant,
@@ -65,10 +66,9 @@ async def run_raw(args: argparse.Namespace, workdir: Path) -> tuple[list[str], l
         out = workdir / "pyarrow.parquet"
         out.unlink(missing_ok=True)
         os.sync()
-        start = time.perf_counter()
-        size = await anyio.to_thread.run_sync(pyarrow_merge, before.sources, out, rg, True)
-        seconds = time.perf_counter() - start
-        return seconds, (pq.ParquetFile(out).metadata.num_row_groups, size)
+        with Timed() as timed:
+            size = await anyio.to_thread.run_sync(pyarrow_merge, before.sources, out, rg, True)
+        return timed.seconds, (pq.ParquetFile(out).metadata.num_row_groups, size)
 
     variants = [
         Variant("raw copy", compaction("raw", CompactionPolicy(dead_bytes=1))),
@@ -90,7 +90,9 @@ async def run_raw(args: argparse.Namespace, workdir: Path) -> tuple[list[str], l
     print(
         merge_table(variants, before.committed, data.num_rows, "re-encode") + "\n\n"
         f"Best of {args.repeat}, round-robin; MB/s = {fmt_bytes(before.committed)} input bytes "
-        "/ seconds. Every compacted table was read back equal to the input once.\n"
+        "/ seconds; CPU s = user + system seconds of the timed part (this process, all threads, "
+        "and the pool's workers), least of the runs (less sensitive to a loaded machine than "
+        "wall time). Every compacted table was read back equal to the input once.\n"
     )
     raw, reencode = variants[0], variants[1]
     ratio = reencode.best / raw.best

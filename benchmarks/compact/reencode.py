@@ -30,6 +30,7 @@ from compact.common import (
     NO_SWEEP,
     REENCODE_TARGET,
     Layout,
+    Timed,
     Variant,
     build_table,
     compaction_variant,
@@ -77,11 +78,11 @@ async def run_reencode(
             out = workdir / "pyarrow.parquet"
             out.unlink(missing_ok=True)
             os.sync()
-            start = time.perf_counter()
-            size = await anyio.to_thread.run_sync(
-                pyarrow_merge, before.sources, out, target, use_threads
-            )
-            seconds = time.perf_counter() - start
+            with Timed() as timed:
+                size = await anyio.to_thread.run_sync(
+                    pyarrow_merge, before.sources, out, target, use_threads
+                )
+            seconds = timed.seconds
             meta = pq.ParquetFile(out).metadata
             assert meta.num_rows == data.num_rows
             return seconds, (meta.num_row_groups, size)
@@ -103,7 +104,9 @@ async def run_reencode(
     print(
         merge_table(variants, before.committed, data.num_rows, "pyarrow read + write") + "\n\n"
         f"Best of {args.repeat}, round-robin; MB/s = {fmt_bytes(before.committed)} input bytes "
-        "/ seconds. Each compacted table was read back equal to the input once per executor; "
+        "/ seconds; CPU s = user + system seconds of the timed part (this process, all threads, "
+        "and the pool's workers), least of the runs (less sensitive to a loaded machine than "
+        "wall time). Each compacted table was read back equal to the input once per executor; "
         "pyarrow's output too.\n"
     )
     inline = variants[0]

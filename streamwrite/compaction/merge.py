@@ -8,12 +8,16 @@ group; this module reads the row groups that way and executes the plan's actions
                 UnsupportedError (a chunk stored in another file...) falls back to decoding
     PHYSICAL    its column chunks are read as compressed bytes and held back; every held
                 row group becomes one MergeChunkJob per column that the executor's workers
-                decode and re-encode (no Arrow on the way)
+                decode and re-encode (no Arrow on the way; the dictionaries of dictionary-
+                encoded BYTE_ARRAY sources are merged, no value hashed again:
+                workers/value_ops.py); compaction's jobs run at background priority
     ARROW       decoded here (decrypted) into Arrow, held back, sorted if asked, re-encoded
                 by row_group_jobs (re-encrypted under the new segment's keys and ordinals)
 
 Up to ``MAX_ENCODING`` merged row groups are encoded at once while the next ones are read, and
-the ready ones are committed (in order, in the background) every ``COMMIT_BYTES``.
+the ready ones are committed (in order, in the background) every ``COMMIT_BYTES``. A segment
+already opened to read its info this round (``compaction/policy.py``) is read without parsing
+its footer again.
 """
 
 from __future__ import annotations
@@ -282,26 +286,37 @@ async def merge_segment(
     row_group_rows: tuple[int, ...],
     encrypted: bool,
     decryption: DecryptionConfig | None,
+    opened: ParquetFile | None = None,
 ) -> None:
     """Feed the row groups of one segment (at committed ``size``) to ``merger``, each read
-    the way its plan says; the segment's footer is read once."""
+    the way its plan says; the segment's footer is read once (not at all when ``opened``, the
+    segment already open at ``size``, is given: its owner closes it)."""
+    if opened is not None:
+        await _merge_open(merger, opened, size, row_group_rows, encrypted)
+        return
     pf = await anyio.to_thread.run_sync(
         functools.partial(ParquetFile, directory, snapshot=size, decryption=decryption)
     )
-    plan = merger.plan
     try:
-        for index, rows in enumerate(row_group_rows):
-            way = plan.way(rows, encrypted=encrypted)
-            data: EncodedRowGroup | pa.Table | _Rows | None = None
-            if way is Way.RAW_COPY:
-                try:
-                    data = await anyio.to_thread.run_sync(_raw_row_group, pf, index, size)
-                except UnsupportedError:
-                    way = plan.fallback
-            if way is Way.PHYSICAL:
-                data = await anyio.to_thread.run_sync(_read_sources, pf, index)
-            elif way is Way.ARROW:
-                data = await anyio.to_thread.run_sync(ParquetFile.read_row_group, pf, index)
-            await merger.execute(plan.offer(rows, way), data)
+        await _merge_open(merger, pf, size, row_group_rows, encrypted)
     finally:
         pf.close()
+
+
+async def _merge_open(
+    merger: Merger, pf: ParquetFile, size: int, row_group_rows: tuple[int, ...], encrypted: bool
+) -> None:
+    plan = merger.plan
+    for index, rows in enumerate(row_group_rows):
+        way = plan.way(rows, encrypted=encrypted)
+        data: EncodedRowGroup | pa.Table | _Rows | None = None
+        if way is Way.RAW_COPY:
+            try:
+                data = await anyio.to_thread.run_sync(_raw_row_group, pf, index, size)
+            except UnsupportedError:
+                way = plan.fallback
+        if way is Way.PHYSICAL:
+            data = await anyio.to_thread.run_sync(_read_sources, pf, index)
+        elif way is Way.ARROW:
+            data = await anyio.to_thread.run_sync(ParquetFile.read_row_group, pf, index)
+        await merger.execute(plan.offer(rows, way), data)

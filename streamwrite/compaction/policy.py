@@ -109,14 +109,35 @@ def segment_info(
         CorruptFileError, EncryptionError: as for reading the segment (or its ``_pm`` does not
             record a commit of ``size`` bytes).
     """
-    with ParquetFile(directory, snapshot=size, decryption=decryption) as pf:
+    info, pf = _open_segment(directory, size, decryption)
+    pf.close()
+    return info
+
+
+def _open_segment(
+    directory: Path, size: int, decryption: DecryptionConfig | None
+) -> tuple[SegmentInfo, ParquetFile]:
+    """:func:`segment_info`, and the segment opened at ``size`` (its footer parsed: a merge
+    that follows reads it without parsing the footer again; the caller closes it)."""
+    pf = ParquetFile(directory, snapshot=size, decryption=decryption)
+    try:
         rows = tuple(rg.num_rows or 0 for rg in pf.thrift_metadata.row_groups or [])
         encrypted = pf.encryption_algorithm is not None
-    sidecar = read_sidecar((directory / LiveFileName.PM.value).read_bytes())
-    footer = next((f for _, f in sidecar.footers if f.parquet_file_size == size), None)
-    if footer is None:
-        raise CorruptFileError(f"{str(directory)!r} has no commit of {size} bytes in its _pm.", 0)
-    return SegmentInfo(directory.name, size, rows, footer.unused_bytes, encrypted)
+        sidecar = read_sidecar((directory / LiveFileName.PM.value).read_bytes())
+        footer = next((f for _, f in sidecar.footers if f.parquet_file_size == size), None)
+        if footer is None:
+            raise CorruptFileError(
+                f"{str(directory)!r} has no commit of {size} bytes in its _pm.", 0
+            )
+    except BaseException:
+        pf.close()
+        raise
+    return SegmentInfo(directory.name, size, rows, footer.unused_bytes, encrypted), pf
+
+
+OpenSegments = dict[tuple[str, str, int], ParquetFile]
+"""Segments whose footer a compaction round parsed for their info, kept open for its merge
+(keyed as :data:`~streamwrite.compaction.host.SegmentInfoCache`); the round closes them."""
 
 
 async def compact_partition(
@@ -124,8 +145,11 @@ async def compact_partition(
     status: PartitionStatus,
     policy: CompactionPolicy,
     hook: StepHook | None = None,
+    opened: OpenSegments | None = None,
 ) -> CompactionResult:
     """Merge ``status.merge`` into a new segment and swap it in (steps: module docstring).
+    Segments in ``opened`` (read for their infos at the size merged) are read without
+    parsing their footers again; the caller closes them.
 
     Returns:
         What was merged into what, and how.
@@ -161,6 +185,7 @@ async def compact_partition(
                     info.row_group_rows,
                     info.encrypted,
                     host.decryption,
+                    (opened or {}).get((partition, info.name, info.size)),
                 )
             size = await merger.finish()
         step("publish")
@@ -196,24 +221,44 @@ async def compact_partition(
 # -- driving it from a table -------------------------------------------------------------
 
 
-async def _segment_info(host: CompactionHost, partition: str, segment: Segment) -> SegmentInfo:
-    """A segment's info, cached per committed size (sealed segments never change)."""
+async def _segment_info(
+    host: CompactionHost, partition: str, segment: Segment, opened: OpenSegments | None = None
+) -> SegmentInfo:
+    """A segment's info, cached per committed size (sealed segments never change); a segment
+    read for it stays open in ``opened`` (if given) for the merge."""
     key = (partition, segment.name, segment.size)
-    info = host.segment_infos.get(key)
-    if info is None:
-        directory = host.path / partition / segment.name
+    cached = host.segment_infos.get(key)
+    if cached is not None:
+        return cached
+    directory = host.path / partition / segment.name
+    if opened is None:
         info = await anyio.to_thread.run_sync(
             segment_info, directory, segment.size, host.decryption
         )
-        host.segment_infos[key] = info
+    else:
+        info, pf = await anyio.to_thread.run_sync(
+            _open_segment, directory, segment.size, host.decryption
+        )
+        previous = opened.pop(key, None)
+        if previous is not None:
+            previous.close()
+        opened[key] = pf
+    host.segment_infos[key] = info
     return info
 
 
 async def partition_status(
-    host: CompactionHost, partition: str, policy: CompactionPolicy, *, explicit: bool, seal: bool
+    host: CompactionHost,
+    partition: str,
+    policy: CompactionPolicy,
+    *,
+    explicit: bool,
+    seal: bool,
+    opened: OpenSegments | None = None,
 ) -> PartitionStatus:
     """The decision for ``partition`` now (``explicit``: a ``compact()`` call, which takes
-    the newest segment without waiting for ``idle_seconds``; ``seal``: seal it if taken).
+    the newest segment without waiting for ``idle_seconds``; ``seal``: seal it if taken;
+    ``opened``: keep the segments read for their infos open there).
 
     Returns:
         The decision (:func:`streamwrite.layout.compaction.plan_partition`).
@@ -221,9 +266,9 @@ async def partition_status(
     idle = None
     if not explicit:
         newest = host.record.partitions[partition][-1]
-        idle = idle_wait(policy, await _segment_info(host, partition, newest))
+        idle = idle_wait(policy, await _segment_info(host, partition, newest, opened))
     segments, eligible = await host.eligible_segments(partition, idle, seal)
-    infos = [await _segment_info(host, partition, segment) for segment in segments]
+    infos = [await _segment_info(host, partition, segment, opened) for segment in segments]
     current = {(partition, segment.name, segment.size) for segment in segments}
     for key in [k for k in host.segment_infos if k[0] == partition and k not in current]:
         del host.segment_infos[key]  # older sizes of the newest segment, retired segments
@@ -250,11 +295,20 @@ async def compact_table(
     results = []
     async with host.compaction_lock:
         for name in partitions:
-            status = await partition_status(host, name, policy, explicit=explicit, seal=False)
-            if needs_seal(status):
-                status = await partition_status(host, name, policy, explicit=explicit, seal=True)
-            if status.compact:
-                results.append(await compact_partition(host, status, policy, hook))
+            opened: OpenSegments = {}
+            try:
+                status = await partition_status(
+                    host, name, policy, explicit=explicit, seal=False, opened=opened
+                )
+                if needs_seal(status):
+                    status = await partition_status(
+                        host, name, policy, explicit=explicit, seal=True, opened=opened
+                    )
+                if status.compact:
+                    results.append(await compact_partition(host, status, policy, hook, opened))
+            finally:
+                for pf in opened.values():
+                    pf.close()
     return results
 
 

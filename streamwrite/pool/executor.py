@@ -8,8 +8,10 @@ output is byte-identical whatever the executor::
     Executor.aclose()                  -> resources released (idempotent)
 
 ``priority`` orders jobs waiting for a worker: ``0`` (urgent: appends and writes, the default)
-before ``1`` (background: compaction). :class:`InlineExecutor` runs jobs in a thread of this
-process and ignores it; :class:`~streamwrite.ProcessPool` honours it.
+before ``1`` (background: compaction). :class:`InlineExecutor` runs jobs in threads of this
+process, so a background job waits while urgent ones run (at its pause points, each wait
+bounded); :class:`~streamwrite.ProcessPool` hands its workers out by priority
+(:mod:`streamwrite.pool.gate`).
 
 The contract is public, so users can bring their own executor (Dask, Ray, a remote pool): a
 job is a ``workers.jobs.Job`` (opaque and picklable), ``workers.jobs.run_job`` runs it in any
@@ -21,6 +23,7 @@ a job are not.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -28,9 +31,10 @@ import anyio
 
 from streamwrite.format.chunk import EncodedChunk
 from streamwrite.pool.gate import URGENT
-from workers.jobs import Job, run_job
+from workers.jobs import Job, MergeChunkJob, run_job
+from workers.shm import BACKGROUND_PAUSE
 
-__all__ = ["Executor", "InlineExecutor", "gather_in_order"]
+__all__ = ["BACKGROUND_PAUSE", "Executor", "InlineExecutor", "gather_in_order"]
 
 
 class Executor(Protocol):
@@ -110,16 +114,26 @@ def _run_jobs(jobs: list[Job]) -> list[EncodedChunk]:
 class InlineExecutor:
     """Runs each job in a worker thread of this process (tests, tiny batches).
 
-    Its results are byte-identical to a :class:`~streamwrite.ProcessPool`'s.
+    Its results are byte-identical to a :class:`~streamwrite.ProcessPool`'s. Jobs share
+    the process's GIL, so priority works by waiting: a background job (compaction) starts
+    only when no urgent job (an append's) is running, and a compaction job waits again
+    before each source chunk it decodes and before it encodes, each time for at most
+    ``BACKGROUND_PAUSE`` seconds.
     """
 
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._num_urgent = 0
+        self._urgent_idle = threading.Event()
+        self._urgent_idle.set()
+
     async def run(self, job: Job, priority: int = URGENT) -> EncodedChunk:
-        """Run one job in a thread (``priority`` is not used).
+        """Run one job in a thread (behind the urgent jobs if ``priority`` is background).
 
         Returns:
             ``run_job(job)``.
         """
-        return await anyio.to_thread.run_sync(run_job, job)
+        return (await self.run_all([job], priority))[0]
 
     async def run_all(self, jobs: Sequence[Job], priority: int = URGENT) -> list[EncodedChunk]:
         """Run ``jobs`` one after the other, in one thread hop (a hop costs ~0.1 ms, as much as
@@ -128,7 +142,31 @@ class InlineExecutor:
         Returns:
             The results of ``jobs``, in job order.
         """
-        return await anyio.to_thread.run_sync(_run_jobs, list(jobs))
+        if priority > URGENT:
+            return await anyio.to_thread.run_sync(self._run_background, list(jobs))
+        with self._lock:
+            self._num_urgent += 1
+            self._urgent_idle.clear()
+        try:
+            return await anyio.to_thread.run_sync(_run_jobs, list(jobs))
+        finally:
+            with self._lock:
+                self._num_urgent -= 1
+                if self._num_urgent == 0:
+                    self._urgent_idle.set()
+
+    def _yield_to_urgent(self) -> None:
+        self._urgent_idle.wait(BACKGROUND_PAUSE)
+
+    def _run_background(self, jobs: list[Job]) -> list[EncodedChunk]:
+        results = []
+        for job in jobs:
+            self._yield_to_urgent()
+            if isinstance(job, MergeChunkJob):
+                results.append(job.run(self._yield_to_urgent))
+            else:
+                results.append(run_job(job))
+        return results
 
     async def aclose(self) -> None:
         """Nothing to release."""

@@ -12,6 +12,10 @@ It runs the same function on the same job as :class:`~streamwrite.InlineExecutor
   by the parent, reused across jobs and replaced by a larger one on demand. A job's buffers are
   copied into the arena; the pipe carries only a small descriptor (:mod:`workers.shm`). The
   encoded bytes come back through the arena when they fit, else through the pipe.
+- While urgent jobs are in flight (waiting or running) a one-byte shared segment, the pause
+  flag, is 1: a background MergeChunkJob (compaction) waits at its pause points (before each
+  source chunk and before encoding; ``workers.shm.BACKGROUND_PAUSE`` at most each), so the
+  cores go to the appends' jobs and the parent; the priority gate decides who gets a worker.
 - A worker runs one job at a time. A slot (worker) is taken from the idle stack for a job and
   returned after it, so results can be awaited concurrently and ``run_all`` keeps job order.
 - If the awaiting task is cancelled while its job runs, the worker is marked *stale*: its result
@@ -33,7 +37,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from multiprocessing.context import BaseContext
 from multiprocessing.process import BaseProcess
@@ -191,8 +195,8 @@ class _Worker:
             segment.close()
         segment.unlink()
 
-    def submit(self, job: Job) -> _Transfer:
-        """Copy ``job`` into the arena and send its descriptor.
+    def submit(self, job: Job, pause_flag: str = "") -> _Transfer:
+        """Copy ``job`` into the arena and send its descriptor (with ``pause_flag``).
 
         Raises:
             _WorkerDiedError: the worker exited.
@@ -205,6 +209,8 @@ class _Worker:
             shared = pack_job(job, segment.name, segment.buf)
         else:
             shared = pack_job(job, "", memoryview(bytearray()))
+        if pause_flag:
+            shared = replace(shared, pause_flag=pause_flag)
         try:
             self.conn.send(shared)
         except (BrokenPipeError, ConnectionResetError) as exc:
@@ -306,6 +312,12 @@ class ProcessPool:
         """Parent time spent reading replies (unpickling, copying encoded bytes out)."""
         self.encode_seconds = 0.0
         """Worker time spent inside ``run_job``."""
+        self._num_urgent = 0
+        self._pause_flag = SharedMemory(
+            name=f"{SEGMENT_PREFIX}{os.getpid()}_{secrets.token_hex(6)}", create=True, size=1
+        )
+        """One byte, 1 while urgent jobs are in flight: background merge jobs wait at their
+        pause points while it is (:attr:`workers.shm.SharedJob.pause_flag`)."""
 
     @classmethod
     async def open(
@@ -423,14 +435,15 @@ class ProcessPool:
             assert worker is not None
         return worker
 
-    async def _submit(self, slot: _Slot, job: Job) -> None:
-        """Send ``job`` to the worker of ``slot``, replacing a worker found dead once."""
+    async def _submit(self, slot: _Slot, job: Job, pause_flag: str = "") -> None:
+        """Send ``job`` to the worker of ``slot``, replacing a worker found dead once
+        (``pause_flag``: see :attr:`workers.shm.SharedJob.pause_flag`)."""
         with anyio.CancelScope(shield=True):
             for attempt in range(2):
                 worker = slot.worker
                 assert worker is not None
                 try:
-                    transfer = await anyio.to_thread.run_sync(worker.submit, job)
+                    transfer = await anyio.to_thread.run_sync(worker.submit, job, pause_flag)
                 except _WorkerDiedError:
                     if attempt:
                         raise WorkerError("Could not send a job to a fresh pool worker.") from None
@@ -456,6 +469,21 @@ class ProcessPool:
         """
         if self._closing:
             raise StateError("The process pool is closed.")
+        if priority > URGENT:
+            return await self._run(job, priority)
+        self._set_urgent(+1)
+        try:
+            return await self._run(job, priority)
+        finally:
+            self._set_urgent(-1)
+
+    def _set_urgent(self, change: int) -> None:
+        self._num_urgent += change
+        buf = self._pause_flag.buf
+        if buf is not None:  # None once closed
+            buf[0] = 1 if self._num_urgent else 0
+
+    async def _run(self, job: Job, priority: int) -> EncodedChunk:
         await self._gate.acquire(priority)
         try:
             if self._closing:
@@ -463,7 +491,7 @@ class ProcessPool:
             slot = self._slots.pop()
             try:
                 await self._make_ready(slot)
-                await self._submit(slot, job)
+                await self._submit(slot, job, self._pause_flag.name if priority > URGENT else "")
                 try:
                     reply = await self._receive(slot)
                 except _WorkerDiedError as died:
@@ -523,6 +551,9 @@ class ProcessPool:
                     pass
             anyio.notify_closing(worker.conn)
             await anyio.to_thread.run_sync(worker.stop, graceful)
+        with suppress(FileNotFoundError):  # a second shutdown (a failed open, then aclose)
+            self._pause_flag.close()
+            self._pause_flag.unlink()
         self._closed.set()
 
     async def __aenter__(self) -> ProcessPool:
