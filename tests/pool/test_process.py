@@ -244,7 +244,12 @@ def test_killing_a_busy_worker_from_outside_gives_worker_error(tmp_path: Path) -
     (job,) = _jobs(reference_table(100).select(["ts"]))
     started = tmp_path / "started"
     slow = SleepJob(
-        job.settings, job.values, job.def_levels, job.num_rows, 10, started_path=str(started)
+        job.settings,
+        job.values,
+        job.def_levels,
+        job.num_rows,
+        sleep_seconds=10,
+        started_path=str(started),
     )
 
     async def main() -> None:
