@@ -271,7 +271,8 @@ class Table:
 
         Raises:
             ConfigError: ``app_id`` without ``batch_id`` (or the reverse), a negative or
-                non-integer ``batch_id``, or ``on_stale`` not ``"error"`` or ``"skip"``.
+                non-integer ``batch_id``, ``on_stale`` not ``"error"`` or ``"skip"``, or
+                ``wait`` not a bool: nothing is buffered.
             StaleBatchError: ``batch_id`` is below the last one committed (or in flight) for
                 ``app_id``.
             SchemaError: the data does not match the table schema, or holds a value its
@@ -281,6 +282,8 @@ class Table:
         """
         self._check()
         batch_id = check_batch_id(app_id, batch_id, on_stale)
+        if not isinstance(wait, bool):
+            raise ConfigError(f"wait must be True or False, got {wait!r}.")
         table = as_table(data, self.schema, "the table")
         check_values(table, self.parquet_schema)  # refused whole, before any of it is buffered
         await self._pipeline.wait_for_room()

@@ -269,3 +269,16 @@ def test_pa_record_batches_are_accepted_with_wait_false(tmp_path: Path) -> None:
     assert streamwrite.read_table(tmp_path / "t").equals(
         pa.Table.from_batches(ROWS.slice(0, 20).to_batches())
     )
+
+
+@pytest.mark.parametrize("wait", ["no", None, 0])
+def test_wait_must_be_a_bool_and_nothing_is_buffered(tmp_path: Path, wait: object) -> None:
+    async def scenario() -> None:
+        table = await _open(tmp_path / "t")
+        with pytest.raises(ConfigError, match="wait"):
+            await table.append(ROWS.slice(0, 10), wait=wait)  # type: ignore[call-overload]
+        await table.append(ROWS.slice(10, 5), app_id="job", batch_id=0)
+        await table.close()
+
+    _run(scenario)
+    assert streamwrite.read_table(tmp_path / "t").equals(ROWS.slice(10, 5))
