@@ -354,11 +354,17 @@ class Table:
                 if skipped is not None:
                     return skipped, False
             record = self._machine.record
-            for name, rows in split_by_partition(table, record.timestamp, record.partition_by):
-                buffer = self._buffers.setdefault(name, PartitionBuffer())
-                buffer.pending.append(rows)
-                self._machine.buffer(name, rows.num_rows, rows.nbytes, time.monotonic())
-                await self._cut(name, buffer, partial=False)
+            try:
+                for name, rows in split_by_partition(table, record.timestamp, record.partition_by):
+                    buffer = self._buffers.setdefault(name, PartitionBuffer())
+                    buffer.pending.append(rows)
+                    self._machine.buffer(name, rows.num_rows, rows.nbytes, time.monotonic())
+                    await self._cut(name, buffer, partial=False)
+            except BaseException as exc:
+                # Part of the batch may be buffered (or encoded): a later commit must not
+                # take rows whose append raised, so nothing more is committed.
+                self._fail(exc)
+                raise
             self._machine.accept(table.num_rows, table.nbytes)
             self.metrics.rows_appended += table.num_rows
             self.metrics.bytes_appended += table.nbytes

@@ -17,8 +17,15 @@ import pyarrow as pa
 import pytest
 
 import streamwrite
-from streamwrite.errors import ConfigError, StaleBatchError, StateError, StreamwriteIOError
+from streamwrite.errors import (
+    ConfigError,
+    StaleBatchError,
+    StateError,
+    StreamwriteIOError,
+    WorkerError,
+)
 from streamwrite.live.file import LiveFile
+from streamwrite.pool.executor import InlineExecutor
 from streamwrite.table.api import CommitTicket, open_table
 from streamwrite.testing import reference_table
 
@@ -282,3 +289,42 @@ def test_wait_must_be_a_bool_and_nothing_is_buffered(tmp_path: Path, wait: objec
 
     _run(scenario)
     assert streamwrite.read_table(tmp_path / "t").equals(ROWS.slice(10, 5))
+
+
+class _FailingExecutor:
+    """An executor (the public protocol) whose ``fail_at``-th ``run_all`` raises, as a
+    crashed worker process would."""
+
+    def __init__(self, fail_at: int) -> None:
+        self.calls = 0
+        self.fail_at = fail_at
+        self.inline = InlineExecutor()
+
+    async def run(self, job: Any, priority: int = 0) -> Any:
+        return await self.inline.run(job, priority)
+
+    async def run_all(self, jobs: Any, priority: int = 0) -> Any:
+        self.calls += 1
+        if self.calls == self.fail_at:
+            raise WorkerError("injected: the worker process died")
+        return await self.inline.run_all(jobs, priority)
+
+    async def aclose(self) -> None:
+        pass
+
+
+def test_an_append_whose_encoding_fails_is_never_committed_later(tmp_path: Path) -> None:
+    """Regression: a full row group's encode failed inside append (rows already buffered);
+    the append raised, yet the next commit wrote the rows it had left in the buffer."""
+
+    async def scenario() -> None:
+        table = await _open(tmp_path / "t", executor=_FailingExecutor(3), row_group_size=10)
+        await table.append(ROWS.slice(0, 10), app_id="job", batch_id=0)  # encode 1
+        with pytest.raises(WorkerError):
+            await table.append(ROWS.slice(10, 25))  # encodes 2, then 3 fails
+        with pytest.raises(StateError):
+            await table.flush()
+        await table.close()
+
+    _run(scenario)
+    assert streamwrite.read_table(tmp_path / "t").equals(ROWS.slice(0, 10))
