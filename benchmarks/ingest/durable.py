@@ -82,14 +82,15 @@ def cpu_seconds(pool: ProcessPool | None) -> float:
 
 def _file_kind(fd: int) -> str:
     try:
-        name = os.path.basename(os.readlink(f"/proc/self/fd/{fd}"))
+        path = os.readlink(f"/proc/self/fd/{fd}")
     except OSError:
         return "?"
+    name = os.path.basename(path)
     if name in ("data.parquet", "_data.pending", "_pm"):
         return name
     if "_txn" in name:
         return "_txn"
-    return "directory" if os.path.isdir(os.readlink(f"/proc/self/fd/{fd}")) else name
+    return "directory" if os.path.isdir(path) else name
 
 
 @contextmanager

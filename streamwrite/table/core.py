@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -28,15 +27,15 @@ from streamwrite.compaction.policy import (
 from streamwrite.crypto.encryption import FileEncryption
 from streamwrite.crypto.live_keys import decryption_for
 from streamwrite.encode import EncodingPlanner, as_table, check_values, row_group_jobs
-from streamwrite.errors import ConfigError, StaleBatchError, StateError
+from streamwrite.errors import ConfigError, StateError
 from streamwrite.format.txn import DATA_FILE, PENDING_DATA_FILE, Segment, TxnRecord
 from streamwrite.layout.actions import CommitSegment
-from streamwrite.layout.batch_ids import BatchDecision, check_batch_id
+from streamwrite.layout.batch_ids import check_batch_id
 from streamwrite.layout.table import CommitPolicy, TableMachine, TableState
 from streamwrite.live.file import EncodedRowGroup, LiveFile, open_live_file, sync_live_files
 from streamwrite.options import make_write_options
 from streamwrite.pool.executor import Executor
-from streamwrite.table.pipeline import CommitPipeline, CommitTicket, Unit
+from streamwrite.table.pipeline import CommitPipeline, CommitTicket, Unit, applied_ids
 from streamwrite.table.recovery import TableLock, segment_numbers, sweep_retired
 from streamwrite.table.state import (
     PartitionBuffer,
@@ -51,8 +50,6 @@ from streamwrite.table.state import (
 )
 
 __all__ = ["KV_TXN", "Table"]
-
-logger = logging.getLogger("streamwrite.table")
 
 KV_TXN = "streamwrite.txn"
 """Footer key/value of a partition commit: the table version and batch id it belongs to."""
@@ -298,47 +295,6 @@ class Table:
             return await ticket.durable()
         return None
 
-    def _decide(
-        self, app_id: str, batch_id: int, on_stale: str, num_rows: int
-    ) -> CommitTicket | None:
-        """The ticket of a batch id that is not new (a replay, or stale with ``"skip"``), None
-        for a new one (lock held).
-
-        Raises:
-            StaleBatchError: the id is below the last one committed or in flight.
-        """
-        pipeline = self._pipeline
-        record = self._machine.record
-        last = record.applied.get(app_id)
-        decision = self._machine.decide_batch(app_id, batch_id)
-        in_flight = pipeline.in_flight.get(app_id, {})
-        if decision is BatchDecision.NEW and in_flight:
-            if batch_id in in_flight:  # joins the commit that holds it
-                ticket = CommitTicket(pipeline.drive, 0, None, None)
-                in_flight[batch_id].follow(ticket)
-                self.metrics.batches_skipped += 1
-                return ticket
-            if batch_id < max(in_flight):
-                decision, last = BatchDecision.STALE, max(in_flight)
-        if decision is BatchDecision.NEW:
-            return None
-        if decision is BatchDecision.STALE:
-            if on_stale == "error":
-                assert last is not None
-                raise StaleBatchError(app_id, batch_id, last)
-            logger.warning(
-                "Skipped batch %d of app id %r (on_stale='skip'): it is below the last "
-                "committed batch id %s, so its %d rows are not written.",
-                batch_id,
-                app_id,
-                last,
-                num_rows,
-            )
-        self.metrics.batches_skipped += 1
-        ticket = CommitTicket(pipeline.drive, 0, None, None)
-        ticket.resolve(TableCommit(record.version, 0, dict(record.partitions), skipped=True), None)
-        return ticket
-
     async def _accept(
         self, table: pa.Table, app_id: str | None, batch_id: int | None, on_stale: str
     ) -> tuple[CommitTicket, bool]:
@@ -350,8 +306,17 @@ class Table:
         async with self._lock:
             self._check()
             if app_id is not None and batch_id is not None:
-                skipped = self._decide(app_id, batch_id, on_stale, table.num_rows)
+                record = self._machine.record
+                skipped = self._pipeline.decide(
+                    record,
+                    self._machine.decide_batch(app_id, batch_id),
+                    app_id,
+                    batch_id,
+                    on_stale,
+                    table.num_rows,
+                )
                 if skipped is not None:
+                    self.metrics.batches_skipped += 1
                     return skipped, False
             record = self._machine.record
             try:
@@ -396,11 +361,7 @@ class Table:
         for name, buffer in self._buffers.items():
             await self._cut(name, buffer, partial=True)
         parts = {name: b.encoded for name, b in self._buffers.items() if b.encoded}
-        applied: dict[str, int] = {}
-        for ticket in tickets:
-            if ticket.app_id is not None and ticket.batch_id is not None:
-                applied[ticket.app_id] = max(applied.get(ticket.app_id, -1), ticket.batch_id)
-        plan = self._machine.take_unit(applied, time.monotonic())
+        plan = self._machine.take_unit(applied_ids(tickets), time.monotonic())
         self._buffers = {}
         self.metrics.rows_buffered = 0
         self.metrics.queue_depth = len(self._pipeline.taken) + 1

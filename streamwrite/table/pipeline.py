@@ -38,18 +38,23 @@ raises its error); a lower id of the same app is stale.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
 import anyio
 
-from streamwrite.errors import StateError
+from streamwrite.errors import StaleBatchError, StateError
+from streamwrite.format.txn import TxnRecord
+from streamwrite.layout.batch_ids import BatchDecision
 from streamwrite.layout.table import TableUnit
 from streamwrite.live.file import EncodedRowGroup, LiveFile
 from streamwrite.table.state import TableCommit
 
-__all__ = ["CommitPipeline", "CommitTicket", "Unit"]
+__all__ = ["CommitPipeline", "CommitTicket", "Unit", "applied_ids"]
+
+logger = logging.getLogger("streamwrite.table")
 
 
 class CommitTicket:
@@ -125,6 +130,15 @@ class Unit:
     plan: TableUnit
     """The table machine's unit (its segments and batch ids)."""
     tickets: list[CommitTicket] = field(default_factory=list)
+
+
+def applied_ids(tickets: list[CommitTicket]) -> dict[str, int]:
+    """The batch ids a unit holding ``tickets`` commits: each app id's highest."""
+    applied: dict[str, int] = {}
+    for ticket in tickets:
+        if ticket.app_id is not None and ticket.batch_id is not None:
+            applied[ticket.app_id] = max(applied.get(ticket.app_id, -1), ticket.batch_id)
+    return applied
 
 
 Take = Callable[[], Awaitable[Unit | None]]
@@ -210,6 +224,49 @@ class CommitPipeline:
         """Nothing more will be committed: every open ticket raises ``error``."""
         self.error = error
         self._resolve(self.detach(), None, error)
+
+    def decide(
+        self,
+        record: TxnRecord,
+        decision: BatchDecision,
+        app_id: str,
+        batch_id: int,
+        on_stale: str,
+        num_rows: int,
+    ) -> CommitTicket | None:
+        """The ticket of a batch id that is not new, given ``decision`` (against the published
+        ``record``) and the ids in flight: a replay, the same id as one in flight (its ticket
+        follows that one), or stale with ``on_stale="skip"``; None for a new id.
+
+        Raises:
+            StaleBatchError: the id is below the last one committed or in flight.
+        """
+        last = record.applied.get(app_id)
+        in_flight = self.in_flight.get(app_id, {})
+        if decision is BatchDecision.NEW and in_flight:
+            if batch_id in in_flight:  # joins the commit that holds it
+                ticket = CommitTicket(self.drive, 0)
+                in_flight[batch_id].follow(ticket)
+                return ticket
+            if batch_id < max(in_flight):
+                decision, last = BatchDecision.STALE, max(in_flight)
+        if decision is BatchDecision.NEW:
+            return None
+        if decision is BatchDecision.STALE:
+            if on_stale == "error":
+                assert last is not None
+                raise StaleBatchError(app_id, batch_id, last)
+            logger.warning(
+                "Skipped batch %d of app id %r (on_stale='skip'): it is below the last "
+                "committed batch id %s, so its %d rows are not written.",
+                batch_id,
+                app_id,
+                last,
+                num_rows,
+            )
+        ticket = CommitTicket(self.drive, 0)
+        ticket.resolve(TableCommit(record.version, 0, dict(record.partitions), skipped=True), None)
+        return ticket
 
     # -- taking and committing ------------------------------------------------------------
 
