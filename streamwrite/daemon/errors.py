@@ -11,14 +11,14 @@ others -> invalid argument / internal).
 
 | class            | HTTP | QuestDB ``code``    |
 |------------------|------|---------------------|
-| BadRequest       | 400  | ``invalid``         |
-| Unauthorized     | 401  | ``unauthorised``    |
-| Forbidden        | 403  | ``unauthorised``    |
-| NotFound         | 404  | ``invalid``         |
-| TooLarge         | 413  | ``request too large`` |
-| Unsupported      | 415  | ``not supported``   |
-| Overloaded       | 503  | ``unavailable``     |
-| InternalError    | 500  | ``internal error``  |
+| BadRequestError       | 400  | ``invalid``         |
+| UnauthorizedError     | 401  | ``unauthorised``    |
+| ForbiddenError        | 403  | ``unauthorised``    |
+| NotFoundError         | 404  | ``invalid``         |
+| TooLargeError         | 413  | ``request too large`` |
+| UnsupportedMediaError | 415  | ``not supported``   |
+| OverloadedError       | 503  | ``unavailable``     |
+| DaemonInternalError    | 500  | ``internal error``  |
 """
 
 from __future__ import annotations
@@ -26,15 +26,15 @@ from __future__ import annotations
 from streamwrite.errors import StreamwriteError
 
 __all__ = [
-    "BadRequest",
+    "BadRequestError",
     "DaemonError",
-    "Forbidden",
-    "InternalError",
-    "NotFound",
-    "Overloaded",
-    "TooLarge",
-    "Unauthorized",
-    "Unsupported",
+    "ForbiddenError",
+    "DaemonInternalError",
+    "NotFoundError",
+    "OverloadedError",
+    "TooLargeError",
+    "UnauthorizedError",
+    "UnsupportedMediaError",
 ]
 
 
@@ -51,49 +51,49 @@ class DaemonError(StreamwriteError):
         """The 1-based line of the request body the error is about, if any."""
 
 
-class BadRequest(DaemonError):
+class BadRequestError(DaemonError):
     """Malformed input: a line that does not parse, a type conflict, a bad parameter."""
 
     status = 400
     code = "invalid"
 
 
-class Unauthorized(DaemonError):
+class UnauthorizedError(DaemonError):
     """Missing or unknown credentials."""
 
     status = 401
     code = "unauthorised"
 
 
-class Forbidden(DaemonError):
+class ForbiddenError(DaemonError):
     """Known credentials without the right for this table."""
 
     status = 403
     code = "unauthorised"
 
 
-class NotFound(DaemonError):
+class NotFoundError(DaemonError):
     """No such table (and the token may not create it, or auto-creation is off), or path."""
 
     status = 404
     code = "invalid"
 
 
-class TooLarge(DaemonError):
+class TooLargeError(DaemonError):
     """A body (or its decompressed form) over the configured limit."""
 
     status = 413
     code = "request too large"
 
 
-class Unsupported(DaemonError):
+class UnsupportedMediaError(DaemonError):
     """A content encoding the daemon cannot decode."""
 
     status = 415
     code = "not supported"
 
 
-class Overloaded(DaemonError):
+class OverloadedError(DaemonError):
     """The in-flight budget or a table queue is full, or the daemon is draining: retry."""
 
     status = 503
@@ -104,7 +104,7 @@ class Overloaded(DaemonError):
         self.retry_after_seconds = retry_after_seconds
 
 
-class InternalError(DaemonError):
+class DaemonInternalError(DaemonError):
     """A commit or I/O failure: nothing of the request was acknowledged."""
 
     status = 500
