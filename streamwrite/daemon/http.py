@@ -67,7 +67,7 @@ from streamwrite.daemon.errors import (
     TooLargeError,
     UnsupportedMediaError,
 )
-from streamwrite.daemon.ilp import parse_body, to_arrow
+from streamwrite.daemon.ilp import IlpBatch, IlpParser, to_arrow
 from streamwrite.daemon.service import IngestService
 
 __all__ = ["HttpState", "make_app"]
@@ -77,7 +77,8 @@ logger = logging.getLogger("streamwrite.daemon")
 PRECISIONS = frozenset({"n", "ns", "u", "us", "ms", "s", "m", "h"})
 INFLUX_VERSION = "v2.7.4"
 """What ``/ping`` says in ``X-Influxdb-Version`` (as QuestDB does): influxdb-client reads it."""
-_READ_SIZE = 1 << 20
+_READ_SIZE = 1 << 18
+"""Bytes read (and parsed) at a time: the parser's working memory is ~20x what it is fed."""
 
 
 class RequestTimeoutError(DaemonError):
@@ -96,6 +97,8 @@ class HttpState:
     ready: bool = False
     draining: bool = False
     num_active: int = 0
+    parse_slots: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(2))
+    """At most this many requests parse at once (a thread each)."""
     error_prefix: str = field(default_factory=lambda: secrets.token_hex(6))
     error_counter: int = 0
 
@@ -128,8 +131,23 @@ def _json_error(state: HttpState, error: DaemonError, endpoint: str) -> web.Resp
     )
 
 
-async def _read_body(request: web.Request, state: HttpState, acquired: list[int]) -> bytes:
-    """The decompressed body, within the size, time and budget limits."""
+@dataclass
+class _Body:
+    """What reading a body left: the parsed batches, the digest and sizes of its bytes."""
+
+    batches: list[IlpBatch] = field(default_factory=list)
+    digest: Any = field(default_factory=lambda: hashlib.blake2b(digest_size=16))
+    received_size: int = 0
+    inflated_size: int = 0
+
+
+async def _read_body(
+    request: web.Request, state: HttpState, parser: IlpParser, acquired: list[int]
+) -> _Body:
+    """Read, inflate and parse the body as it arrives, within the size, time and budget
+    limits: the parser sees at most ``_READ_SIZE`` bytes at a time, so its working memory
+    is bounded whatever the body's size, and at most ``HttpState.parse_slots`` requests parse
+    at once (parsing holds the GIL for much of its time: more would only share the cores)."""
     http = state.service.config.http
     max_body_size, max_inflated_size = http["max_body_size"], http["max_decompressed_size"]
     encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
@@ -147,12 +165,11 @@ async def _read_body(request: web.Request, state: HttpState, acquired: list[int]
         budget.acquire(declared)
         acquired[0] += declared
     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS) if encoding == "gzip" else None
-    parts: list[bytes] = []
-    received_size = inflated_size = 0
+    body = _Body()
     with anyio.move_on_after(http["body_timeout_seconds"]) as scope:
         while chunk := await request.content.read(_READ_SIZE):
-            received_size += len(chunk)
-            if received_size > max_body_size:
+            body.received_size += len(chunk)
+            if body.received_size > max_body_size:
                 state.service.metrics.rejections.labels("too_large").inc()
                 raise TooLargeError(
                     f"transaction is too large, either flush more frequently or increase "
@@ -162,16 +179,20 @@ async def _read_body(request: web.Request, state: HttpState, acquired: list[int]
                 budget.acquire(len(chunk))
                 acquired[0] += len(chunk)
             if inflater is not None:
-                chunk = _inflate(inflater, chunk, max_inflated_size - inflated_size)
-            inflated_size += len(chunk)
-            parts.append(chunk)
+                chunk = _inflate(inflater, chunk, max_inflated_size - body.inflated_size)
+            body.inflated_size += len(chunk)
+            body.digest.update(chunk)
+            body.batches += await anyio.to_thread.run_sync(
+                parser.feed, chunk, limiter=state.parse_slots
+            )
     if scope.cancelled_caught:
         raise RequestTimeoutError(
             f"The body did not arrive within {http['body_timeout_seconds']} s."
         )
     if inflater is not None and not inflater.eof:
         raise UnsupportedMediaError("The gzip body is truncated.")
-    return b"".join(parts)
+    body.batches += await anyio.to_thread.run_sync(parser.close, limiter=state.parse_slots)
+    return body
 
 
 def _inflate(inflater: Any, chunk: bytes, room_size: int) -> bytes:
@@ -184,11 +205,11 @@ def _inflate(inflater: Any, chunk: bytes, room_size: int) -> bytes:
     return out
 
 
-def _dedup_key(principal: Principal, table: str, request: web.Request, body: bytes) -> bytes:
+def _dedup_key(principal: Principal, table: str, request: web.Request, body: _Body) -> bytes:
     digest = hashlib.blake2b(digest_size=16)
     digest.update(principal.name.encode() + b"\0" + table.encode() + b"\0")
     key = request.headers.get("Idempotency-Key")
-    digest.update(b"K" + key.encode() if key is not None else b"B" + body)
+    digest.update(b"K" + key.encode() if key is not None else b"B" + body.digest.digest())
     return digest.digest()
 
 
@@ -207,15 +228,13 @@ async def _write(request: web.Request, state: HttpState) -> web.Response:
         raise BadRequestError(f"unsupported precision {precision!r}")
     acquired = [0]
     try:
-        body = await _read_body(request, state, acquired)
-        now_ns = time.time_ns()
+        parser = IlpParser(precision=precision, now_ns=time.time_ns())
         try:
-            batches = await anyio.to_thread.run_sync(
-                lambda: parse_body(body, precision=precision, now_ns=now_ns)
-            )
-        except DaemonError:
+            body = await _read_body(request, state, parser, acquired)
+        except BadRequestError:
             service.metrics.parse_errors.labels("ilp").inc()
             raise
+        batches = body.batches
         if not batches:
             return web.Response(status=204)
         tables = sorted({b.table for b in batches})
@@ -246,7 +265,7 @@ async def _write(request: web.Request, state: HttpState) -> web.Response:
         )
         result = await pending.result()
         if not result.skipped:
-            service.metrics.bytes.labels(name).inc(len(body))
+            service.metrics.bytes.labels(name).inc(body.received_size)
         logger.debug(
             "write",
             extra={"table": name, "rows": result.rows, "version": result.version,
