@@ -1,0 +1,195 @@
+"""The dedup window of a table, without I/O: which keys are remembered, what a commit writes.
+
+A table opened with ``dedup_window > 0`` remembers the dedup keys committed within the last
+``dedup_window`` seconds (the writer's wall clock, ``time.time()``, passed in as ``now``).
+Rules::
+
+    remembered(key, now)    key -> version of its newest commit, if that commit's time t has
+                            now - t < window (else it is as good as never committed)
+    plan(version, now, keys)
+                            the commit of _txn version ``version`` carries ``keys`` (distinct,
+                            none remembered): one DedupWrite, run in the commit's first sync
+                            round with the segments, before its _txn publish:
+        no log yet, or the log passed ``rotate_size`` and at most half its records are
+        still within the window (rotate)
+                            create ``_dedup.<version>``: header + the records within the
+                            window + this commit's; fdatasync it, fsync the table directory;
+                            after the publish the old log is deleted (``retire``)
+        otherwise           append this commit's records at the committed size; fdatasync
+    committed(write)        its _txn is published: the keys are remembered from now on
+
+Commits are remembered oldest first; those past the window are dropped as time goes on
+(:meth:`DedupWindow.expire`), so memory holds the keys of one window (~100 bytes a key).
+The log grows to about twice the records within the window before a rotation rewrites it.
+A clock that jumps changes ages the same way for every key: backwards, keys are kept longer;
+forwards, they are dropped sooner.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from streamwrite.format.dedup import (
+    DEDUP_HEADER,
+    RECORD_OVERHEAD_SIZE,
+    DedupRecord,
+    dedup_log_name,
+    encode_dedup_records,
+)
+from streamwrite.format.txn import DedupLog
+
+__all__ = ["DEFAULT_ROTATE_SIZE", "DedupWindow", "DedupWrite"]
+
+DEFAULT_ROTATE_SIZE = 1 << 20
+"""Bytes: a log is not rotated before it holds this much."""
+
+
+@dataclass(frozen=True, slots=True)
+class DedupWrite:
+    """What one commit writes to the dedup log (module docstring)."""
+
+    name: str
+    """The log written (and named by the commit's ``_txn``)."""
+    offset: int
+    """Where ``data`` goes (0 for a new log)."""
+    data: bytes
+    create: bool
+    """A new log: written whole, then it and the table directory are synced."""
+    retire: str | None
+    """The log to delete once the ``_txn`` naming ``name`` is published."""
+    version: int
+    unix_seconds: float
+    keys: tuple[bytes, ...]
+    records_size: int
+    """Bytes of this commit's own records (the end of ``data``)."""
+
+    @property
+    def log(self) -> DedupLog:
+        """The ``_txn`` entry after this write: the log and its committed size."""
+        return DedupLog(self.name, self.offset + len(self.data))
+
+
+def _records_size(keys: Sequence[bytes]) -> int:
+    """Bytes of the records :func:`encode_dedup_records` makes of ``keys``."""
+    return RECORD_OVERHEAD_SIZE * len({len(key) for key in keys}) + sum(map(len, keys))
+
+
+@dataclass(slots=True)
+class _Commit:
+    version: int
+    unix_seconds: float
+    keys: list[bytes]
+    encoded_size: int
+
+
+class DedupWindow:
+    """The keys of one table's dedup window and its log's state (module docstring)."""
+
+    def __init__(
+        self,
+        window_seconds: float,
+        log: DedupLog | None = None,
+        records: Sequence[DedupRecord] = (),
+        now: float = 0.0,
+        rotate_size: int = DEFAULT_ROTATE_SIZE,
+    ) -> None:
+        """Start from the committed ``log`` and its ``records`` (those older than the window
+        at ``now`` are dropped)."""
+        self.window_seconds = window_seconds
+        self.log = log
+        self.rotate_size = rotate_size
+        self._keys: dict[bytes, int] = {}
+        self._times: dict[int, float] = {}
+        self._commits: deque[_Commit] = deque()
+        self.live_size = 0
+        """Bytes of the log's records still remembered."""
+        for record in records:
+            if now - record.unix_seconds >= window_seconds:
+                continue
+            keys = record.split()
+            last = self._commits[-1] if self._commits else None
+            if last is not None and last.version == record.version:
+                last.keys += keys
+                last.encoded_size += record.encoded_size
+            else:
+                self._commits.append(
+                    _Commit(record.version, record.unix_seconds, keys, record.encoded_size)
+                )
+            self._remember(record.version, record.unix_seconds, keys)
+            self.live_size += record.encoded_size
+
+    @property
+    def num_keys(self) -> int:
+        """Keys remembered (some may be past the window until the next :meth:`expire`)."""
+        return len(self._keys)
+
+    def _remember(self, version: int, unix_seconds: float, keys: Iterable[bytes]) -> None:
+        self._times[version] = unix_seconds
+        for key in keys:
+            self._keys[key] = version
+
+    def remembered(self, key: bytes, now: float) -> int | None:
+        """The ``_txn`` version that committed ``key`` within the window before ``now``, or
+        None."""
+        version = self._keys.get(key)
+        if version is None or now - self._times[version] >= self.window_seconds:
+            return None
+        return version
+
+    def expire(self, now: float) -> None:
+        """Forget the commits past the window at ``now`` (oldest first)."""
+        commits = self._commits
+        while commits and now - commits[0].unix_seconds >= self.window_seconds:
+            commit = commits.popleft()
+            for key in commit.keys:
+                if self._keys.get(key) == commit.version:
+                    del self._keys[key]
+            self._times.pop(commit.version, None)
+            self.live_size -= commit.encoded_size
+
+    def plan(self, version: int, now: float, keys: Sequence[bytes]) -> DedupWrite:
+        """What the commit of ``_txn`` version ``version`` at ``now`` writes for ``keys``
+        (distinct, 8..64 bytes each, at least one)."""
+        self.expire(now)
+        data = encode_dedup_records(version, now, keys)
+        log = self.log
+        if log is None or (
+            log.size + len(data) > self.rotate_size
+            and 2 * self.live_size <= log.size - len(DEDUP_HEADER)
+        ):
+            parts = [DEDUP_HEADER]
+            for commit in self._commits:
+                live = [key for key in commit.keys if self._keys.get(key) == commit.version]
+                parts.append(encode_dedup_records(commit.version, commit.unix_seconds, live))
+            parts.append(data)
+            return DedupWrite(
+                dedup_log_name(version),
+                0,
+                b"".join(parts),
+                True,
+                None if log is None else log.name,
+                version,
+                now,
+                tuple(keys),
+                len(data),
+            )
+        return DedupWrite(
+            log.name, log.size, data, False, None, version, now, tuple(keys), len(data)
+        )
+
+    def committed(self, write: DedupWrite) -> None:
+        """The ``_txn`` naming ``write``'s log is published: its keys are remembered."""
+        if write.create:  # the new log holds each commit's keys not committed again since
+            for commit in self._commits:
+                commit.keys = [key for key in commit.keys if self._keys.get(key) == commit.version]
+                commit.encoded_size = _records_size(commit.keys)
+            self.live_size = len(write.data) - len(DEDUP_HEADER)
+        else:
+            self.live_size += write.records_size
+        self.log = write.log
+        self._commits.append(
+            _Commit(write.version, write.unix_seconds, list(write.keys), write.records_size)
+        )
+        self._remember(write.version, write.unix_seconds, write.keys)
