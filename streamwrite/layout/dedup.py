@@ -19,7 +19,9 @@ Rules::
     committed(write)        its _txn is published: the keys are remembered from now on
 
 Commits are remembered oldest first; those past the window are dropped as time goes on
-(:meth:`DedupWindow.expire`), so memory holds the keys of one window (~100 bytes a key).
+(:meth:`DedupWindow.expire`), so memory holds the keys of one window (measured with 16-byte
+keys: ~140 bytes a key when commits carry 10 keys, ~320 when each carries one: 29 MB for
+90k keys).
 The log grows to about twice the records within the window before a rotation rewrites it.
 A clock that jumps changes ages the same way for every key: backwards, keys are kept longer;
 forwards, they are dropped sooner.
@@ -28,7 +30,7 @@ forwards, they are dropped sooner.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from streamwrite.format.dedup import (
@@ -100,8 +102,8 @@ class DedupWindow:
         self.window_seconds = window_seconds
         self.log = log
         self.rotate_size = rotate_size
-        self._keys: dict[bytes, int] = {}
-        self._times: dict[int, float] = {}
+        self._keys: dict[bytes, _Commit] = {}
+        """Each key's newest commit."""
         self._commits: deque[_Commit] = deque()
         self.live_size = 0
         """Bytes of the log's records still remembered."""
@@ -114,10 +116,9 @@ class DedupWindow:
                 last.keys += keys
                 last.encoded_size += record.encoded_size
             else:
-                self._commits.append(
-                    _Commit(record.version, record.unix_seconds, keys, record.encoded_size)
-                )
-            self._remember(record.version, record.unix_seconds, keys)
+                last = _Commit(record.version, record.unix_seconds, keys, record.encoded_size)
+                self._commits.append(last)
+            self._keys.update(dict.fromkeys(keys, last))
             self.live_size += record.encoded_size
 
     @property
@@ -125,18 +126,13 @@ class DedupWindow:
         """Keys remembered (some may be past the window until the next :meth:`expire`)."""
         return len(self._keys)
 
-    def _remember(self, version: int, unix_seconds: float, keys: Iterable[bytes]) -> None:
-        self._times[version] = unix_seconds
-        for key in keys:
-            self._keys[key] = version
-
     def remembered(self, key: bytes, now: float) -> int | None:
         """The ``_txn`` version that committed ``key`` within the window before ``now``, or
         None."""
-        version = self._keys.get(key)
-        if version is None or now - self._times[version] >= self.window_seconds:
+        commit = self._keys.get(key)
+        if commit is None or now - commit.unix_seconds >= self.window_seconds:
             return None
-        return version
+        return commit.version
 
     def expire(self, now: float) -> None:
         """Forget the commits past the window at ``now`` (oldest first)."""
@@ -144,9 +140,8 @@ class DedupWindow:
         while commits and now - commits[0].unix_seconds >= self.window_seconds:
             commit = commits.popleft()
             for key in commit.keys:
-                if self._keys.get(key) == commit.version:
+                if self._keys.get(key) is commit:
                     del self._keys[key]
-            self._times.pop(commit.version, None)
             self.live_size -= commit.encoded_size
 
     def plan(self, version: int, now: float, keys: Sequence[bytes]) -> DedupWrite:
@@ -161,7 +156,7 @@ class DedupWindow:
         ):
             parts = [DEDUP_HEADER]
             for commit in self._commits:
-                live = [key for key in commit.keys if self._keys.get(key) == commit.version]
+                live = [key for key in commit.keys if self._keys.get(key) is commit]
                 parts.append(encode_dedup_records(commit.version, commit.unix_seconds, live))
             parts.append(data)
             return DedupWrite(
@@ -183,13 +178,12 @@ class DedupWindow:
         """The ``_txn`` naming ``write``'s log is published: its keys are remembered."""
         if write.create:  # the new log holds each commit's keys not committed again since
             for commit in self._commits:
-                commit.keys = [key for key in commit.keys if self._keys.get(key) == commit.version]
+                commit.keys = [key for key in commit.keys if self._keys.get(key) is commit]
                 commit.encoded_size = _records_size(commit.keys)
             self.live_size = len(write.data) - len(DEDUP_HEADER)
         else:
             self.live_size += write.records_size
         self.log = write.log
-        self._commits.append(
-            _Commit(write.version, write.unix_seconds, list(write.keys), write.records_size)
-        )
-        self._remember(write.version, write.unix_seconds, write.keys)
+        commit = _Commit(write.version, write.unix_seconds, list(write.keys), write.records_size)
+        self._commits.append(commit)
+        self._keys.update(dict.fromkeys(write.keys, commit))

@@ -348,7 +348,7 @@ class Table:
                     self.metrics.batches_skipped += 1
                     return skipped, False
             if dedup_key is not None and self._dedup is not None:
-                remembered = self._dedup.window.remembered(dedup_key, time.time()) is not None
+                remembered = self._dedup.remembered(dedup_key, time.time())
                 skipped = self._pipeline.decide_key(self._machine.record, dedup_key, remembered)
                 if skipped is not None:
                     self.metrics.appends_deduplicated += 1

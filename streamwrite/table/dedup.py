@@ -141,6 +141,12 @@ class DedupLogFile:
             directory, DedupWindow(window_seconds, log, records, now, rotate_size=ROTATE_SIZE)
         )
 
+    def remembered(self, key: bytes, now: float) -> bool:
+        """True when ``key`` was committed within the window before ``now`` (commits past it
+        are forgotten first, so memory holds one window of keys even between commits)."""
+        self.window.expire(now)
+        return self.window.remembered(key, now) is not None
+
     def sync_call(self, write: DedupWrite) -> SyncCall:
         """The call of the commit's first sync round that writes ``write`` and syncs it (for a
         new log: creates it, writes it whole, syncs it and the table directory)."""

@@ -459,3 +459,32 @@ def test_an_empty_append_with_a_key_is_remembered(tmp_path: Path) -> None:
 
     _run(scenario)
     assert logged_keys(tmp_path / "t") == [key(1)]
+
+
+def test_the_readme_example(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        # --- README: Idempotent appends ---
+        import hashlib
+
+        import streamwrite
+
+        def request_key(token: bytes, table_name: str, body: bytes) -> bytes:
+            return hashlib.blake2b(
+                b"\0".join([token, table_name.encode(), body]), digest_size=16
+            ).digest()
+
+        body = b"trades,sym=BTC price=1.5 1700000000000000000\n"  # what the client sent
+        batch = ROWS.slice(0, 10)  # its rows, parsed
+        async with await streamwrite.open_table(
+            tmp_path / "trades", batch.schema, dedup_window=900.0
+        ) as table:
+            key = request_key(b"token", "trades", body)
+            ticket = await table.append(batch, dedup_key=key, wait=False)
+            first = await ticket.durable()  # durable: answer 204
+            retry = await table.append(batch, dedup_key=key, wait=False)  # the same body again
+            again = await retry.durable()
+            assert not first.skipped and again.skipped  # the retry wrote nothing
+        # --- end ---
+
+    _run(scenario)
+    assert streamwrite.read_table(tmp_path / "trades").num_rows == 10

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import anyio
 import pyarrow.compute as pc
+import pytest
 
 from streamwrite.table.api import open_table, read_snapshot
 from tests.table.crash._dedup_support import SCHEMA, key_batch, key_rows
@@ -112,6 +113,7 @@ def resend_all(directory: Path, keys: list[bytes]) -> int:
     return int(anyio.run(run))
 
 
+@pytest.mark.timeout(max(300, 10 * KILLS))
 def test_sigkill_with_retried_dedup_keys(tmp_path: Path) -> None:
     print(f"STREAMWRITE_DEDUP_CRASH_SEED={SEED} STREAMWRITE_DEDUP_CRASH_KILLS={KILLS}")
     rng = random.Random(SEED)
