@@ -83,6 +83,8 @@ class DedupRecord:
     unix_seconds: float
     key_size: int
     keys: bytes
+    offset: int = 0
+    """Where the record starts in its log."""
 
     @property
     def encoded_size(self) -> int:
@@ -176,6 +178,6 @@ def decode_dedup_log(data: bytes, where: str) -> list[DedupRecord]:
                 offset,
             )
         keys = bytes(view[offset + _RECORD_HEAD.size : end])
-        records.append(DedupRecord(version, unix_seconds, key_size, keys))
+        records.append(DedupRecord(version, unix_seconds, key_size, keys, offset))
         offset = end + _CRC.size
     return records

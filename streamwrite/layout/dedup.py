@@ -10,17 +10,17 @@ Rules::
                             the commit of _txn version ``version`` carries ``keys`` (distinct,
                             none remembered): one DedupWrite, run in the commit's first sync
                             round with the segments, before its _txn publish:
-        no log yet, or the log passed ``rotate_size`` and at most half its records are
-        still within the window (rotate)
-                            create ``_dedup.<version>``: header + the records within the
-                            window + this commit's; fdatasync it, fsync the table directory;
+        no log yet, or the log passed ``rotate_size`` and at most half of it is records
+        from the oldest one still within the window on (rotate)
+                            create ``_dedup.<version>``: header + those bytes of the old log,
+                            copied + this commit's; fdatasync it, fsync the table directory;
                             after the publish the old log is deleted (``retire``)
         otherwise           append this commit's records at the committed size; fdatasync
     committed(write)        its _txn is published: the keys are remembered from now on
 
 Commits are remembered oldest first; those past the window are dropped as time goes on
 (:meth:`DedupWindow.expire`), so memory holds the keys of one window (measured with 16-byte
-keys: ~140 bytes a key when commits carry 10 keys, ~320 when each carries one: 29 MB for
+keys: ~140 bytes a key when commits carry 10 keys, ~350 when each carries one: 32 MB for
 90k keys).
 The log grows to about twice the records within the window before a rotation rewrites it.
 A clock that jumps changes ages the same way for every key: backwards, keys are kept longer;
@@ -35,7 +35,6 @@ from dataclasses import dataclass
 
 from streamwrite.format.dedup import (
     DEDUP_HEADER,
-    RECORD_OVERHEAD_SIZE,
     DedupRecord,
     dedup_log_name,
     encode_dedup_records,
@@ -55,17 +54,20 @@ class DedupWrite:
     name: str
     """The log written (and named by the commit's ``_txn``)."""
     offset: int
-    """Where ``data`` goes (0 for a new log)."""
+    """Where ``data`` goes."""
     data: bytes
+    """This commit's records."""
     create: bool
-    """A new log: written whole, then it and the table directory are synced."""
+    """A new log: the header at 0, then ``copy``, then ``data``; then it and the table
+    directory are synced."""
+    copy: tuple[str, int, int] | None
+    """For a new log: the bytes of the old log copied after the header (its name, offset and
+    size: its records from the oldest one within the window to its end)."""
     retire: str | None
     """The log to delete once the ``_txn`` naming ``name`` is published."""
     version: int
     unix_seconds: float
     keys: tuple[bytes, ...]
-    records_size: int
-    """Bytes of this commit's own records (the end of ``data``)."""
 
     @property
     def log(self) -> DedupLog:
@@ -73,17 +75,13 @@ class DedupWrite:
         return DedupLog(self.name, self.offset + len(self.data))
 
 
-def _records_size(keys: Sequence[bytes]) -> int:
-    """Bytes of the records :func:`encode_dedup_records` makes of ``keys``."""
-    return RECORD_OVERHEAD_SIZE * len({len(key) for key in keys}) + sum(map(len, keys))
-
-
 @dataclass(slots=True)
 class _Commit:
     version: int
     unix_seconds: float
     keys: list[bytes]
-    encoded_size: int
+    offset: int
+    """Where its first record is in the log."""
 
 
 class DedupWindow:
@@ -105,8 +103,7 @@ class DedupWindow:
         self._keys: dict[bytes, _Commit] = {}
         """Each key's newest commit."""
         self._commits: deque[_Commit] = deque()
-        self.live_size = 0
-        """Bytes of the log's records still remembered."""
+        """The commits remembered, in log order."""
         for record in records:
             if now - record.unix_seconds >= window_seconds:
                 continue
@@ -114,17 +111,22 @@ class DedupWindow:
             last = self._commits[-1] if self._commits else None
             if last is not None and last.version == record.version:
                 last.keys += keys
-                last.encoded_size += record.encoded_size
             else:
-                last = _Commit(record.version, record.unix_seconds, keys, record.encoded_size)
+                last = _Commit(record.version, record.unix_seconds, keys, record.offset)
                 self._commits.append(last)
             self._keys.update(dict.fromkeys(keys, last))
-            self.live_size += record.encoded_size
 
     @property
     def num_keys(self) -> int:
         """Keys remembered (some may be past the window until the next :meth:`expire`)."""
         return len(self._keys)
+
+    @property
+    def live_size(self) -> int:
+        """Bytes of the log from its oldest commit remembered to its end."""
+        if self.log is None or not self._commits:
+            return 0
+        return self.log.size - self._commits[0].offset
 
     def remembered(self, key: bytes, now: float) -> int | None:
         """The ``_txn`` version that committed ``key`` within the window before ``now``, or
@@ -142,7 +144,6 @@ class DedupWindow:
             for key in commit.keys:
                 if self._keys.get(key) is commit:
                     del self._keys[key]
-            self.live_size -= commit.encoded_size
 
     def plan(self, version: int, now: float, keys: Sequence[bytes]) -> DedupWrite:
         """What the commit of ``_txn`` version ``version`` at ``now`` writes for ``keys``
@@ -150,40 +151,36 @@ class DedupWindow:
         self.expire(now)
         data = encode_dedup_records(version, now, keys)
         log = self.log
-        if log is None or (
-            log.size + len(data) > self.rotate_size
-            and 2 * self.live_size <= log.size - len(DEDUP_HEADER)
+        if log is not None and (
+            log.size + len(data) <= self.rotate_size
+            or 2 * self.live_size > log.size - len(DEDUP_HEADER)
         ):
-            parts = [DEDUP_HEADER]
-            for commit in self._commits:
-                live = [key for key in commit.keys if self._keys.get(key) is commit]
-                parts.append(encode_dedup_records(commit.version, commit.unix_seconds, live))
-            parts.append(data)
             return DedupWrite(
-                dedup_log_name(version),
-                0,
-                b"".join(parts),
-                True,
-                None if log is None else log.name,
-                version,
-                now,
-                tuple(keys),
-                len(data),
+                log.name, log.size, data, False, None, None, version, now, tuple(keys)
             )
+        copy = None
+        if log is not None and self._commits:
+            start = self._commits[0].offset
+            copy = (log.name, start, log.size - start)
         return DedupWrite(
-            log.name, log.size, data, False, None, version, now, tuple(keys), len(data)
+            dedup_log_name(version),
+            len(DEDUP_HEADER) + (0 if copy is None else copy[2]),
+            data,
+            True,
+            copy,
+            None if log is None else log.name,
+            version,
+            now,
+            tuple(keys),
         )
 
     def committed(self, write: DedupWrite) -> None:
         """The ``_txn`` naming ``write``'s log is published: its keys are remembered."""
-        if write.create:  # the new log holds each commit's keys not committed again since
+        if write.create:  # the commits remembered moved to the new log, in order
+            shift = len(DEDUP_HEADER) - (0 if write.copy is None else write.copy[1])
             for commit in self._commits:
-                commit.keys = [key for key in commit.keys if self._keys.get(key) is commit]
-                commit.encoded_size = _records_size(commit.keys)
-            self.live_size = len(write.data) - len(DEDUP_HEADER)
-        else:
-            self.live_size += write.records_size
+                commit.offset += shift
         self.log = write.log
-        commit = _Commit(write.version, write.unix_seconds, list(write.keys), write.records_size)
+        commit = _Commit(write.version, write.unix_seconds, list(write.keys), write.offset)
         self._commits.append(commit)
         self._keys.update(dict.fromkeys(write.keys, commit))

@@ -137,7 +137,7 @@ async def open_table(
             needs it again (its key source unwraps the partitions' keys).
         dedup_window: seconds an append's ``dedup_key`` is remembered after its commit
             (:meth:`Table.append`; default 15 minutes): the table keeps the keys in a log
-            beside ``_txn`` (``_dedup.<version>``) and in memory (140-320 bytes a key). 0 turns
+            beside ``_txn`` (``_dedup.<version>``) and in memory (140-350 bytes a key). 0 turns
             deduplication off (keys are ignored; the log is neither read nor written).
         write_options: as for :func:`streamwrite.write_table`.
 

@@ -12,6 +12,7 @@ publish: a key is in the committed log exactly when its rows are in the committe
 from __future__ import annotations
 
 import contextlib
+import errno
 import math
 import os
 from collections.abc import Sequence
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from streamwrite.errors import ConfigError, CorruptFileError
 from streamwrite.format.dedup import (
+    DEDUP_HEADER,
     MAX_KEY_SIZE,
     MIN_KEY_SIZE,
     decode_dedup_log,
@@ -157,7 +159,10 @@ class DedupLogFile:
                     self.directory / write.name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644
                 )
                 try:
-                    pwrite_all(fd, write.data, 0)
+                    pwrite_all(fd, DEDUP_HEADER, 0)
+                    if write.copy is not None:  # the old log's records within the window
+                        self._copy(fd, *write.copy)
+                    pwrite_all(fd, write.data, write.offset)
                     sync_fd(fd)
                     fsync_directory(self.directory)
                 finally:
@@ -169,6 +174,17 @@ class DedupLogFile:
             sync_fd(self._fd)
 
         return f"the dedup log {write.name}", run
+
+    def _copy(self, fd: int, name: str, offset: int, size: int) -> None:
+        """Copy ``size`` bytes at ``offset`` of log ``name`` to just after ``fd``'s header."""
+        source = os.open(self.directory / name, os.O_RDONLY)
+        try:
+            data = os.pread(source, size, offset)
+        finally:
+            os.close(source)
+        if len(data) != size:
+            raise OSError(errno.EIO, f"read {len(data)} of {size} bytes of {name} to rotate it")
+        pwrite_all(fd, data, len(DEDUP_HEADER))
 
     def published(self, write: DedupWrite) -> None:
         """The ``_txn`` naming ``write``'s log is published: its keys are remembered (after a
