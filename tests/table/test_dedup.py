@@ -488,3 +488,71 @@ def test_the_readme_example(tmp_path: Path) -> None:
 
     _run(scenario)
     assert streamwrite.read_table(tmp_path / "trades").num_rows == 10
+
+
+def test_a_rotation_cut_short_before_or_after_its_publish_recovers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A crash between the rotation's steps: the new log written and synced but its ``_txn``
+    not published (the new log is deleted on open; the old one holds the keys), or published
+    but the old log not deleted yet (deleted on open)."""
+    monkeypatch.setattr(dedup_module, "ROTATE_SIZE", 300)
+    path = tmp_path / "t"
+    import streamwrite.table.core as core_module
+
+    real_write_txn = core_module.write_txn
+
+    def publish_fails_on_rotation(directory: Path, record: Any) -> None:
+        if record.dedup is not None and record.dedup.name not in logs(directory):
+            raise AssertionError("the new log must be on disk before its publish")
+        current = read_txn(directory).dedup
+        rotating = current is not None and record.dedup is not None
+        if rotating and record.dedup.name != current.name:  # the rotation's commit point
+            raise StreamwriteIOError("injected: the _txn publish failed")
+        real_write_txn(directory, record)
+
+    async def until_rotation(table: Any, first: int) -> int:
+        """Commit one key at a time until a commit rotates (or fails to); its key number."""
+        for n in range(first, first + 200):
+            name = table.record.dedup.name if table.record.dedup else None
+            ticket = await table.append(ROWS.slice(n % 2000, 1), dedup_key=key(n), wait=False)
+            try:
+                await ticket.durable()
+            except StreamwriteIOError:
+                return n
+            if name is not None and table.record.dedup.name != name:
+                return n
+            if n % 8 == 7:
+                await anyio.sleep(0.25)  # earlier keys leave the window
+        raise AssertionError("no rotation")
+
+    async def scenario() -> None:
+        # 1. crash before the publish: the new log is left over
+        table = await _open(path, dedup_window=0.5)
+        monkeypatch.setattr(core_module, "write_txn", publish_fails_on_rotation)
+        failed = await until_rotation(table, 0)
+        monkeypatch.setattr(core_module, "write_txn", real_write_txn)
+        assert not table.is_open and len(logs(path)) == 2
+        await table.close()
+        published = read_txn(path).dedup
+        assert published is not None
+        table = await _open(path, dedup_window=0.5)
+        assert logs(path) == [published.name], "the unpublished new log was not deleted"
+        remembered = await table.append(ROWS.slice(0, 1), dedup_key=key(failed - 1), wait=False)
+        assert (await remembered.durable()).skipped
+        retry = await table.append(ROWS.slice(failed % 2000, 1), dedup_key=key(failed), wait=False)
+        assert not (await retry.durable()).skipped, "the failed commit's key was remembered"
+        # 2. crash after the publish, before the old log is deleted
+        monkeypatch.setattr(DedupLogFile, "delete", lambda self, name: None)
+        rotated = await until_rotation(table, failed + 1)
+        await table.close()
+        assert len(logs(path)) == 2
+        table = await _open(path, dedup_window=0.5)
+        assert logs(path) == [read_txn(path).dedup.name]  # type: ignore[union-attr]
+        again = await table.append(ROWS.slice(0, 1), dedup_key=key(rotated), wait=False)
+        assert (await again.durable()).skipped
+        await table.close()
+
+    _run(scenario)
+    back = streamwrite.read_table(path)
+    assert len(set(back.column("order_id").to_pylist())) == back.num_rows
