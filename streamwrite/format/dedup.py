@@ -22,9 +22,11 @@ size are a torn or unpublished tail: cut on open, never read. Layout (little end
 
 A log is named after the ``_txn`` version of the commit that started it (``_dedup.17``): the
 name starts with ``_``, so no engine listing the table directory reads it, and readers of the
-table never need it. Rotation (a new log holding only the keys still within the window)
+table never need it. Rotation (a new log: the header, then the old log's records copied
+verbatim from the oldest one still within the window to its end, then the commit's own)
 writes the new file whole, syncs it and the table directory, publishes ``_txn`` naming it,
 then deletes the old log; a log ``_txn`` does not name is deleted when the table is opened.
+A key may appear in several records (committed again past the window): the last one counts.
 """
 
 from __future__ import annotations
