@@ -81,6 +81,7 @@ class Sender(threading.Thread):
 
 
 @pytest.mark.timeout(3600)
+@pytest.mark.filterwarnings("ignore:questdb.Sender. Detected a burst of reconnections")
 def test_sigkill_under_load(tmp_path: Path) -> None:
     port = free_port()
     config = write_config(
