@@ -432,6 +432,17 @@ class IngestService:
         except (KeyError, SchemaError) as exc:
             raise BadRequestError(f"table: {name}; {exc}") from exc
 
+    async def timestamp_column(self, name: str) -> str | None:
+        """The designated timestamp column of table ``name`` (None: it has none).
+
+        Raises:
+            NotFoundError: no such table.
+        """
+        handle = await self._open(name)
+        if handle is None:
+            raise NotFoundError(f"table does not exist [table={name}].")
+        return handle.table.timestamp
+
     @property
     def num_pending(self) -> int:
         """Writes accepted and not yet durable, over all tables."""
