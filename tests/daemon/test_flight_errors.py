@@ -1,0 +1,140 @@
+"""Bad Flight inputs: the right error, nothing written, the server still serving."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.flight as fl
+import pytest
+
+from tests.daemon._flight_support import (
+    NARROW_TOKEN,
+    READ_TOKEN,
+    SCHEMA,
+    TOKEN,
+    FlightDaemon,
+    bearer,
+    make_batch,
+    meta,
+    put,
+    serve_flight,
+    start_flight_daemon,
+)
+
+
+@pytest.fixture
+def flight_daemon(tmp_path: Path) -> Iterator[FlightDaemon]:
+    yield from serve_flight(tmp_path)
+
+
+def extra_info(exc: fl.FlightError) -> dict[str, object]:
+    info: dict[str, object] = json.loads(exc.extra_info)
+    return info
+
+
+def assert_still_serving(daemon: FlightDaemon) -> None:
+    acks = put(daemon, "probe", [(make_batch(0, 3), None)])
+    assert acks[0]["rows"] == 3
+
+
+@pytest.mark.parametrize(
+    ("token", "table", "error", "message"),
+    [
+        ("wrong-token", "trades", fl.FlightUnauthenticatedError, "Unknown credentials"),
+        (READ_TOKEN, "trades", fl.FlightUnauthorizedError, "no 'write' right on table 'trades'"),
+        (NARROW_TOKEN, "trades", fl.FlightUnauthorizedError, "no 'write' right"),  # outside globs
+        (NARROW_TOKEN, "sensor_1", fl.FlightUnauthorizedError, "no 'create' right"),
+    ],
+)
+def test_credentials_and_rights(
+    flight_daemon: FlightDaemon, token: str, table: str, error: type, message: str
+) -> None:
+    with pytest.raises(error, match=message) as caught:
+        put(flight_daemon, table, [(make_batch(0, 5), meta("job", 0))], token=token)
+    status = 401 if error is fl.FlightUnauthenticatedError else 403
+    assert extra_info(caught.value)["status"] == status
+    assert not flight_daemon.exists(table)
+    assert_still_serving(flight_daemon)
+
+
+def test_missing_token(flight_daemon: FlightDaemon) -> None:
+    client = flight_daemon.client()
+    with pytest.raises(fl.FlightUnauthenticatedError, match="Credentials are required"):
+        writer, _ = client.do_put(fl.FlightDescriptor.for_path("trades"), SCHEMA)
+        writer.write_batch(make_batch(0, 5))
+        writer.close()
+    with pytest.raises(fl.FlightUnauthenticatedError):
+        client.get_flight_info(fl.FlightDescriptor.for_path("trades"))
+    assert not flight_daemon.exists("trades")
+    assert_still_serving(flight_daemon)
+
+
+def test_narrow_token_writes_inside_its_globs(flight_daemon: FlightDaemon) -> None:
+    put(flight_daemon, "sensor_1", [(make_batch(0, 5), None)])  # created by the full token
+    acks = put(flight_daemon, "sensor_1", [(make_batch(5, 5), None)], token=NARROW_TOKEN)
+    assert acks[0]["rows"] == 5
+    assert flight_daemon.read_back("sensor_1").num_rows == 10
+
+
+@pytest.mark.parametrize("path", [["../x"], ["a/b"], ["x\0"], [".hidden"], ["a", "b"], []])
+def test_hostile_table_names(flight_daemon: FlightDaemon, path: list[str]) -> None:
+    client = flight_daemon.client()
+    descriptor = fl.FlightDescriptor.for_path(*path)
+    with pytest.raises(fl.FlightServerError, match=r"table name|path") as caught:
+        writer, _ = client.do_put(descriptor, SCHEMA, bearer(TOKEN))
+        writer.write_batch(make_batch(0, 5))
+        writer.close()
+    assert extra_info(caught.value)["status"] == 400
+    root = flight_daemon.data_root
+    assert sorted(p.name for p in root.iterdir()) == [] if root.exists() else True
+    assert not (root.parent / "x").exists()
+    assert_still_serving(flight_daemon)
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [b"nope", b'{"app_id": "a"}', b'{"app_id": "a", "batch_id": -3}', b'{"batch": 1}'],
+)
+def test_bad_app_metadata(flight_daemon: FlightDaemon, metadata: bytes) -> None:
+    with pytest.raises(fl.FlightServerError, match="app_metadata"):
+        put(flight_daemon, "trades", [(make_batch(0, 5), pa.py_buffer(metadata))])
+    assert not flight_daemon.exists("trades")
+    assert_still_serving(flight_daemon)
+
+
+def test_bad_batch_after_good_ones_keeps_the_good_ones(flight_daemon: FlightDaemon) -> None:
+    batches = [(make_batch(0, 5), meta("j", 0)), (make_batch(5, 5), meta("j", 1))]
+    with pytest.raises(fl.FlightServerError, match="app_metadata"):
+        put(flight_daemon, "trades", [*batches, (make_batch(10, 5), pa.py_buffer(b"{"))])
+    assert flight_daemon.read_back("trades").num_rows == 10  # the acknowledged ones, once
+
+
+def test_schema_conflict(flight_daemon: FlightDaemon) -> None:
+    put(flight_daemon, "trades", [(make_batch(0, 5), None)])
+    other = pa.schema([SCHEMA.field("timestamp"), pa.field("price", pa.string())])
+    batch = pa.record_batch([make_batch(0, 2).column(0), pa.array(["1.5", "2.5"])], schema=other)
+    with pytest.raises(fl.FlightServerError, match="'price' is string in the rows and double"):
+        put(flight_daemon, "trades", [(batch, None)], schema=other)
+    assert flight_daemon.read_back("trades").num_rows == 5
+    assert_still_serving(flight_daemon)
+
+
+def test_batch_over_the_limit(tmp_path: Path) -> None:
+    with ExitStack() as stack:
+        daemon = start_flight_daemon(stack, tmp_path, max_batch_size=4096)
+        put(daemon, "trades", [(make_batch(0, 10), None)])
+        with pytest.raises(fl.FlightServerError, match="over the limit of 4096 bytes") as caught:
+            put(daemon, "trades", [(make_batch(10, 1000), None)])
+        assert extra_info(caught.value)["status"] == 413
+        assert daemon.read_back("trades").num_rows == 10
+        assert_still_serving(daemon)
+
+
+def test_unknown_action(flight_daemon: FlightDaemon) -> None:
+    client = flight_daemon.client()
+    with pytest.raises(fl.FlightServerError, match="Unknown Flight action 'drop'"):
+        list(client.do_action(fl.Action("drop", b""), bearer(TOKEN)))
