@@ -29,6 +29,7 @@ when its first attempt committed within ``ilp.dedup_window_seconds``; ``app_id``
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -386,9 +387,18 @@ class IngestService:
             handle.num_pending += 1
             self.metrics.queue_depth.labels(name).set(handle.num_pending)
         pending = PendingWrite(self, handle, ticket, rows.num_rows, num_bytes)
-        if not ticket.done:
-            await self._call(table.flush(), name)
+        if not ticket.done and self._task_group is not None:
+            self._task_group.start_soon(self._request_commit, table)
         return pending
+
+    @staticmethod
+    async def _request_commit(table: streamwrite.Table) -> None:
+        """Commit now what a write appended, without making the writer wait: a Flight stream
+        submits its next batch while this one commits (pipelined), and writes arriving
+        meanwhile share the commit (grouped). A failure reaches the writes through their
+        tickets (the table is poisoned), so it is not raised here."""
+        with contextlib.suppress(StreamwriteError):
+            await table.flush()
 
     async def _call(self, step: Awaitable[T], name: str) -> T:
         """Run a table call, mapping its errors: bad rows 400, a failed table 500."""
