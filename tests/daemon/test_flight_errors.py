@@ -11,6 +11,17 @@ import pyarrow as pa
 import pyarrow.flight as fl
 import pytest
 
+from streamwrite.daemon.errors import (
+    BadRequestError,
+    DaemonInternalError,
+    ForbiddenError,
+    NotFoundError,
+    OverloadedError,
+    TooLargeError,
+    UnauthorizedError,
+)
+from streamwrite.daemon.flight_auth import flight_error
+from streamwrite.errors import SchemaError, StaleBatchError, StateError
 from tests.daemon._flight_support import (
     NARROW_TOKEN,
     READ_TOKEN,
@@ -138,3 +149,50 @@ def test_unknown_action(flight_daemon: FlightDaemon) -> None:
     client = flight_daemon.client()
     with pytest.raises(fl.FlightServerError, match="Unknown Flight action 'drop'"):
         list(client.do_action(fl.Action("drop", b""), bearer(TOKEN)))
+
+
+@pytest.mark.parametrize(
+    ("error", "kind", "status"),
+    [
+        (BadRequestError("bad"), fl.FlightServerError, 400),
+        (UnauthorizedError("who"), fl.FlightUnauthenticatedError, 401),
+        (ForbiddenError("no"), fl.FlightUnauthorizedError, 403),
+        (NotFoundError("gone"), fl.FlightServerError, 404),
+        (TooLargeError("big"), fl.FlightServerError, 413),
+        (OverloadedError("busy"), fl.FlightUnavailableError, 503),
+        (DaemonInternalError("broke"), fl.FlightInternalError, 500),
+        (SchemaError("types"), fl.FlightServerError, 400),
+        (StaleBatchError("a", 1, 2), fl.FlightServerError, 400),
+        (StateError("poisoned"), fl.FlightInternalError, 500),
+    ],
+)
+def test_error_mapping(error: Exception, kind: type, status: int) -> None:
+    mapped = flight_error(error)
+    assert type(mapped) is kind
+    assert str(error) in str(mapped)
+    assert extra_info(mapped)["status"] == status
+
+
+def test_unexpected_error_hides_its_message() -> None:
+    mapped = flight_error(RuntimeError("secret row value 42"))
+    assert type(mapped) is fl.FlightInternalError
+    assert "secret" not in str(mapped) and extra_info(mapped)["status"] == 500
+
+
+def test_a_stream_waits_for_its_acks_instead_of_overloading(tmp_path: Path) -> None:
+    """A budget that holds ~3 batches and a table queue of 2: one pipelined stream of 40
+    batches is throttled by its own pending writes, never refused with 503."""
+    extra = "[limits]\nin_flight_bytes = 150000\ntable_queue = 2\n"
+    with ExitStack() as stack:
+        daemon = start_flight_daemon(stack, tmp_path, extra)
+        client = daemon.client()
+        writer, reader = client.do_put(fl.FlightDescriptor.for_path("t"), SCHEMA, bearer(TOKEN))
+        for i in range(40):
+            writer.write_with_metadata(make_batch(i * 2000, 2000), meta("w", i))
+        writer.done_writing()
+        acks = []
+        while (buf := reader.read()) is not None:
+            acks.append(json.loads(buf.to_pybytes()))
+        writer.close()
+        assert [a["batch_id"] for a in acks] == list(range(40))
+        assert daemon.read_back("t").num_rows == 80_000
