@@ -7,8 +7,10 @@ Start and stop it from the daemon's event loop (it binds its port at once)::
         ...                                  # serving; leaving the block shuts it down
 
 or build a :class:`FlightIngestServer` with a :class:`anyio.from_thread.BlockingPortal` of
-that loop, and call its ``shutdown()`` from a thread (it waits for the calls in progress,
-whose writes need the loop, so never from the loop itself).
+that loop (it serves once constructed; ``serve()`` is not needed) and call its
+:meth:`~FlightIngestServer.stop` from another thread: it drains (new calls and the next batch
+of each DoPut stream get ``FlightUnavailableError``, after the acks of every accepted batch),
+then shuts down, waiting a bounded time for the calls in progress, whose writes need the loop.
 
 Calls (handlers run on gRPC threads and reach the :class:`IngestService` through the portal):
 
@@ -43,16 +45,17 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any, TypeVar
 
+import anyio
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.flight as fl
 from anyio.from_thread import BlockingPortal
-from anyio.to_thread import run_sync
 
 from streamwrite.daemon.auth import Authenticator, Principal, check_table_name
 from streamwrite.daemon.errors import (
@@ -92,6 +95,7 @@ __all__ = [
     "DEFAULT_MAX_BATCH_SIZE",
     "DEFAULT_MAX_INGEST_SIZE",
     "DEFAULT_MAX_IN_FLIGHT_BATCHES",
+    "DEFAULT_SHUTDOWN_TIMEOUT_SECONDS",
     "TIMESTAMP_METADATA_KEY",
     "FlightIngestServer",
     "filter_time_range",
@@ -106,6 +110,8 @@ DEFAULT_MAX_INGEST_SIZE = 256 << 20
 """Bytes of one Flight SQL ingest (one all-or-nothing write): 413 past it."""
 DEFAULT_MAX_IN_FLIGHT_BATCHES = 32
 """DoPut batches of one stream accepted and not yet acknowledged: the stream waits past it."""
+DEFAULT_SHUTDOWN_TIMEOUT_SECONDS = 20.0
+"""How long :func:`open_flight_server` waits for the calls in progress when it stops."""
 TIMESTAMP_METADATA_KEY = b"streamwrite.timestamp"
 """Schema metadata naming the designated timestamp of a table a DoPut creates."""
 _NS_PER_UNIT = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
@@ -223,17 +229,38 @@ class FlightIngestServer(fl.FlightServerBase):  # type: ignore[misc]
         max_ingest_size: int = DEFAULT_MAX_INGEST_SIZE,
         max_in_flight_batches: int = DEFAULT_MAX_IN_FLIGHT_BATCHES,
     ) -> None:
+        self._draining = threading.Event()
         super().__init__(
             location,
             auth_handler=NoOpAuthHandler(),
             tls_certificates=tls_certificates or None,
-            middleware={MIDDLEWARE_KEY: AuthMiddlewareFactory(authenticator)},
+            middleware={MIDDLEWARE_KEY: AuthMiddlewareFactory(authenticator, self._draining)},
         )
         self._service = service
         self._portal = portal
         self.max_batch_size = max_batch_size
         self.max_ingest_size = max_ingest_size
         self.max_in_flight_batches = max_in_flight_batches
+
+    def drain(self) -> None:
+        """Stop taking work: new calls get ``FlightUnavailableError``, and each DoPut stream
+        ends at its next batch (that batch unwritten, every accepted one acknowledged first)
+        with ``FlightUnavailableError``, so the client resends from its last ack."""
+        self._draining.set()
+
+    def stop(self, timeout_seconds: float = DEFAULT_SHUTDOWN_TIMEOUT_SECONDS) -> bool:
+        """:meth:`drain`, then ``shutdown()`` (in a daemon thread: it waits for the calls in
+        progress, and a client holding a stream open but idle would hold it forever).
+        Call it from any thread but the service's event loop, which the calls need.
+
+        Returns:
+            True when the server stopped within ``timeout_seconds``.
+        """
+        self.drain()
+        stopper = threading.Thread(target=self.shutdown, name="flight-shutdown", daemon=True)
+        stopper.start()
+        stopper.join(timeout_seconds)
+        return not stopper.is_alive()
 
     def _call(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run ``func`` (async or not) in the service's event loop; its result."""
@@ -315,6 +342,11 @@ class FlightIngestServer(fl.FlightServerBase):  # type: ignore[misc]
                 except StopIteration:
                     break
                 acker.check()
+                if self._draining.is_set():
+                    raise OverloadedError(
+                        "The server is shutting down: this batch was not written; reconnect "
+                        "and resend from the last acknowledged batch."
+                    )
                 ids = parse_batch_ids(
                     None if chunk.app_metadata is None else chunk.app_metadata.to_pybytes()
                 )
@@ -481,12 +513,16 @@ async def open_flight_server(
     authenticator: Authenticator,
     service: IngestService,
     tls_certificates: list[tuple[bytes, bytes]] | None = None,
+    shutdown_timeout_seconds: float = DEFAULT_SHUTDOWN_TIMEOUT_SECONDS,
     **limits: int,
 ) -> AsyncIterator[FlightIngestServer]:
     """Serve Flight on ``location`` for the body of ``async with`` (in the service's loop).
 
     Yields the running :class:`FlightIngestServer` (``.port`` is the bound port). Leaving
-    the block shuts it down, waiting for the calls in progress.
+    the block stops it (:meth:`FlightIngestServer.stop`): no new calls, DoPut streams end at
+    their next batch, and it waits up to ``shutdown_timeout_seconds`` for the calls in
+    progress (a client holding an idle stream open is abandoned after that; nothing it sent
+    after its last ack was written).
 
     Raises:
         pyarrow.lib.ArrowException: the location cannot be bound.
@@ -499,4 +535,9 @@ async def open_flight_server(
         try:
             yield server
         finally:
-            await run_sync(server.shutdown)
+            server.drain()
+            stopper = threading.Thread(target=server.shutdown, name="flight-shutdown", daemon=True)
+            stopper.start()
+            deadline = time.monotonic() + shutdown_timeout_seconds
+            while stopper.is_alive() and time.monotonic() < deadline:
+                await anyio.sleep(0.02)

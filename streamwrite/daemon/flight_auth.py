@@ -26,6 +26,7 @@ import base64
 import binascii
 import json
 import logging
+import threading
 from typing import Any
 
 import pyarrow.flight as fl
@@ -35,6 +36,7 @@ from streamwrite.daemon.errors import (
     BadRequestError,
     DaemonError,
     DaemonInternalError,
+    OverloadedError,
     UnauthorizedError,
 )
 from streamwrite.errors import ConfigError, SchemaError, StaleBatchError, StreamwriteError
@@ -68,10 +70,14 @@ class AuthMiddleware(fl.ServerMiddleware):  # type: ignore[misc]
 
 
 class AuthMiddlewareFactory(fl.ServerMiddlewareFactory):  # type: ignore[misc]
-    """Authenticates every call from its ``authorization`` header."""
+    """Authenticates every call from its ``authorization`` header; once ``draining`` is set,
+    refuses every new call with ``FlightUnavailableError`` (the server is stopping)."""
 
-    def __init__(self, authenticator: Authenticator) -> None:
+    def __init__(
+        self, authenticator: Authenticator, draining: threading.Event | None = None
+    ) -> None:
         self._authenticator = authenticator
+        self._draining = draining or threading.Event()
 
     def start_call(self, info: Any, headers: dict[str, list[str]]) -> AuthMiddleware:
         """The call's :class:`AuthMiddleware`.
@@ -79,7 +85,10 @@ class AuthMiddlewareFactory(fl.ServerMiddlewareFactory):  # type: ignore[misc]
         Raises:
             FlightUnauthenticatedError: tokens are configured and the header is missing,
                 malformed or unknown.
+            FlightUnavailableError: the server is draining.
         """
+        if self._draining.is_set():
+            raise flight_error(OverloadedError("The server is shutting down: retry."))
         values = headers.get("authorization") or []
         header = values[0] if values and isinstance(values[0], str) else None
         try:

@@ -132,15 +132,17 @@ SCHEMA = pa.schema(
         pa.field("price", pa.float64()),
     ]
 )
-DAY_US = 86_400_000_000
 
 
-def make_batch(start: int, num_rows: int, schema: pa.Schema = SCHEMA) -> pa.RecordBatch:
-    """Rows start .. start + num_rows: one per hour, so they span days (partitions)."""
+def make_batch(
+    start: int, num_rows: int, schema: pa.Schema = SCHEMA, *, step_us: int = 3_600_000_000
+) -> pa.RecordBatch:
+    """Rows start .. start + num_rows, ``step_us`` apart (by default one per hour, so that
+    they span days: partitions)."""
     ids = list(range(start, start + num_rows))
     return pa.record_batch(
         [
-            pa.array([i * 3_600_000_000 for i in ids], pa.timestamp("us", tz="UTC")),
+            pa.array([i * step_us for i in ids], pa.timestamp("us", tz="UTC")),
             pa.array([f"s{i % 7}" for i in ids]),
             pa.array([i * 0.5 for i in ids]),
         ],

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,6 +22,7 @@ from tests.daemon._flight_support import (
     meta,
     put,
     serve_flight,
+    start_flight_daemon,
 )
 
 
@@ -97,3 +100,36 @@ def test_batches_without_ids_and_new_column(flight_daemon: FlightDaemon) -> None
                      "skipped": False}]  # fmt: skip
     got = flight_daemon.read_back("trades").sort_by("timestamp")
     assert got.column("qty").to_pylist() == [None] * 5 + list(range(5))
+
+
+def test_drain_ends_streams_at_a_batch_boundary(flight_daemon: FlightDaemon) -> None:
+    client = flight_daemon.client()
+    writer, reader = client.do_put(fl.FlightDescriptor.for_path("trades"), SCHEMA, bearer(TOKEN))
+    writer.write_with_metadata(make_batch(0, 5), meta("d", 0))
+    assert json.loads(reader.read().to_pybytes())["rows"] == 5
+    flight_daemon.server.drain()
+    with pytest.raises(fl.FlightUnavailableError, match="shutting down"):
+        writer.write_with_metadata(make_batch(5, 5), meta("d", 1))
+        assert reader.read() is None
+        writer.close()
+    with pytest.raises(fl.FlightUnavailableError, match="shutting down"):
+        client.get_flight_info(fl.FlightDescriptor.for_path("trades"), bearer(TOKEN))
+    assert flight_daemon.read_back("trades").num_rows == 5  # the acknowledged batch only
+
+
+def test_stop_is_bounded_by_an_idle_stream(tmp_path: Path) -> None:
+    with ExitStack() as stack:
+        daemon = start_flight_daemon(stack, tmp_path)
+        client = daemon.client()
+        writer, reader = client.do_put(fl.FlightDescriptor.for_path("t"), SCHEMA, bearer(TOKEN))
+        writer.write_batch(make_batch(0, 5))
+        assert reader.read() is not None
+        started = time.monotonic()
+        assert daemon.server.stop(timeout_seconds=0.5) is False  # the idle stream holds it
+        assert time.monotonic() - started < 5
+        with pytest.raises(fl.FlightUnavailableError):  # its next batch ends it
+            writer.write_batch(make_batch(5, 5))
+            reader.read()
+            writer.close()
+        assert daemon.server.stop(timeout_seconds=10) is True
+        assert daemon.read_back("t").num_rows == 5

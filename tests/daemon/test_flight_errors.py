@@ -188,7 +188,8 @@ def test_a_stream_waits_for_its_acks_instead_of_overloading(tmp_path: Path) -> N
         client = daemon.client()
         writer, reader = client.do_put(fl.FlightDescriptor.for_path("t"), SCHEMA, bearer(TOKEN))
         for i in range(40):
-            writer.write_with_metadata(make_batch(i * 2000, 2000), meta("w", i))
+            batch = make_batch(i * 2000, 2000, step_us=1000)  # one partition: quick commits
+            writer.write_with_metadata(batch, meta("w", i))
         writer.done_writing()
         acks = []
         while (buf := reader.read()) is not None:
