@@ -149,7 +149,8 @@ class _Acker:
 
     The stream's thread :meth:`put` s each accepted write (blocking while
     ``max_in_flight`` are pending); this thread waits for each through the portal and
-    sends its PutResult. The first failure stops the acks; :meth:`check` raises it.
+    sends its PutResult. The first failure (a failed commit, a client gone) stops the acks;
+    :meth:`check` raises it.
     """
 
     def __init__(self, writer: Any, portal: BlockingPortal, max_in_flight: int) -> None:
@@ -167,12 +168,15 @@ class _Acker:
         while (item := self._items.get()) is not None:
             batch_id, pending = item
             try:
+                # awaited even after a failure: the service releases the write's budget
+                # and queue slot only then
+                result = self._portal.call(pending.result)
                 if self.error is None:
-                    result = self._portal.call(pending.result)
                     ack = encode_ack(batch_id, result.rows, result.version, result.skipped)
                     self._writer.write(pa.py_buffer(ack))
             except BaseException as exc:
-                self.error = exc
+                if self.error is None:
+                    self.error = exc
             with self._cond:
                 self._num_pending -= 1
                 self._cond.notify_all()

@@ -71,6 +71,7 @@ class FlightDaemon:
     data_root: Path
     port: int
     server: Any
+    service: IngestService
     tls_root: bytes | None = None
 
     def client(self) -> fl.FlightClient:
@@ -115,6 +116,7 @@ def start_flight_daemon(
         config.data_root,
         server.port,
         server,
+        service,
         tls[0] if tls else None,
     )
 

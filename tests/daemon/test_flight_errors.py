@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -197,3 +198,19 @@ def test_a_stream_waits_for_its_acks_instead_of_overloading(tmp_path: Path) -> N
         writer.close()
         assert [a["batch_id"] for a in acks] == list(range(40))
         assert daemon.read_back("t").num_rows == 80_000
+
+
+def test_a_client_gone_mid_stream_releases_its_budget(flight_daemon: FlightDaemon) -> None:
+    """Acks can no longer be sent, yet every accepted write is still awaited, so the
+    service's in-flight budget and queue slots come back."""
+    client = flight_daemon.client()
+    writer, _ = client.do_put(fl.FlightDescriptor.for_path("t"), SCHEMA, bearer(TOKEN))
+    for i in range(30):
+        writer.write_with_metadata(make_batch(i * 100, 100, step_us=1000), meta("gone", i))
+    client.close()  # no done_writing, no ack read
+    service = flight_daemon.service
+    deadline = time.monotonic() + 20
+    while (service.num_pending or service.budget.used_bytes) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert service.num_pending == 0 and service.budget.used_bytes == 0
+    assert_still_serving(flight_daemon)
