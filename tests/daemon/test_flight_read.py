@@ -10,6 +10,7 @@ import pyarrow.compute as pc
 import pyarrow.flight as fl
 import pytest
 
+import streamwrite
 from streamwrite.daemon.flight import filter_time_range
 from streamwrite.daemon.flight_wire import encode_ticket
 from tests.daemon._flight_support import (
@@ -111,3 +112,37 @@ def test_filter_time_range_matches_a_reference(unit: str) -> None:
             assert got == want, (since, until)
     assert filter_time_range(data, "ts", None, None) is data
     assert pc.sum(data.column("i")).as_py() == 36
+
+
+def test_designated_timestamp_from_schema_metadata(flight_daemon: FlightDaemon) -> None:
+    """A DoPut that creates a table names its designated timestamp in the schema metadata;
+    the table is partitioned by day on it and DoGet filters on it."""
+    schema = pa.schema(
+        [pa.field("ts", pa.timestamp("ns", tz="UTC")), pa.field("v", pa.int64())],
+        metadata={"streamwrite.timestamp": "ts"},
+    )
+    hours = list(range(0, 72, 6))
+    batch = pa.record_batch(
+        [pa.array([h * HOUR_NS for h in hours], schema.field("ts").type), pa.array(hours)],
+        schema=schema,
+    )
+    put(flight_daemon, "metrics", [(batch, None)], schema=schema)
+    partitions = {name.split("/")[0] for name, _ in _snapshot_files(flight_daemon, "metrics")}
+    assert len(partitions) == 3  # three days
+    got = get(
+        flight_daemon, encode_ticket("metrics", ["v"], since=24 * HOUR_NS, until="1970-01-03")
+    )
+    assert sorted(got.column("v").to_pylist()) == [24, 30, 36, 42]
+
+
+def test_filter_without_designated_timestamp(flight_daemon: FlightDaemon) -> None:
+    schema = pa.schema([pa.field("v", pa.int64())])
+    put(flight_daemon, "plain", [(pa.record_batch([pa.array([1, 2])], schema=schema), None)],
+        schema=schema)  # fmt: skip
+    assert get(flight_daemon, encode_ticket("plain")).num_rows == 2
+    with pytest.raises(fl.FlightServerError, match="no designated timestamp"):
+        get(flight_daemon, encode_ticket("plain", since=0))
+
+
+def _snapshot_files(daemon: FlightDaemon, table: str) -> tuple[tuple[str, int], ...]:
+    return streamwrite.read_snapshot(daemon.data_root / table).files
