@@ -247,13 +247,15 @@ class IngestService:
 
     def _table_options(self) -> dict[str, Any]:
         engine = self.config.engine
-        return {
+        options: dict[str, Any] = {
             "executor": self.executor,
             "commit_interval": engine["commit_interval_seconds"] or None,
             "compaction_interval": engine["compaction_interval_seconds"] or None,
             "segment_row_groups": engine["segment_row_groups"],
-            "dedup_window": self.config.ilp["dedup_window_seconds"],
         }
+        if self.config.ilp["dedup_window_seconds"]:
+            options["dedup_window"] = self.config.ilp["dedup_window_seconds"]
+        return options
 
     async def _run_table(
         self,

@@ -1,0 +1,139 @@
+"""Sans-I/O InfluxDB Line Protocol parser (h11 style): bytes in, typed batches out.
+
+State rules of :class:`IlpParser`::
+
+    OPEN   --feed(bytes)--> OPEN      returns batches of the complete lines so far
+    OPEN   --close()------> CLOSED    the bytes after the last line end form the last line
+    any    --BadRequestError---> FAILED    every later call raises StateError
+    CLOSED --feed/close---> StateError
+
+Each call scans only the new bytes for a line end (``resume`` of :mod:`.ilp_split`), and parses
+from the first unparsed line to the last line end when one arrived, so a body fed in any pieces
+costs linear time and gives the batches of one :func:`parse_body` (split differently).
+Parsing: :mod:`.ilp_fast` (vectorised, whole groups of same-shaped lines), falling back line by
+line to :mod:`.ilp_reference` for escapes, odd lines and every error. Typing to Arrow:
+:mod:`.ilp_arrow`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from streamwrite.daemon.errors import BadRequestError
+from streamwrite.daemon.ilp_arrow import to_arrow
+from streamwrite.daemon.ilp_fast import parse_easy_lines
+from streamwrite.daemon.ilp_reference import parse_line, records_to_chunks
+from streamwrite.daemon.ilp_split import find_specials
+from streamwrite.daemon.ilp_types import IlpBatch, IlpColumn, Kind, assemble, precision_factor
+from streamwrite.errors import StateError
+
+__all__ = ["IlpBatch", "IlpColumn", "IlpParser", "Kind", "parse_body", "parse_chunk", "to_arrow"]
+
+
+def parse_chunk(
+    chunk: bytes, *, first_line: int, factor_ns: int, now_ns: int
+) -> tuple[list[IlpBatch], int]:
+    """Returns the batches of ``chunk`` (whole lines, the last one may lack its end), and its lines.
+
+    Raises:
+        BadRequestError: the first malformed line (``line`` counts from ``first_line``).
+    """
+    sp = find_specials(chunk, 0, final=True)
+    ends = sp.line_ends
+    starts = np.concatenate([[0], sp.next_starts]).astype(np.int64)
+    if starts[-1] < len(chunk):
+        ends = np.append(ends, len(chunk))
+    else:
+        starts = starts[:-1]
+    numbers = first_line + np.arange(len(starts), dtype=np.int64)
+    chunks, slow = parse_easy_lines(chunk, sp, starts, ends, numbers, factor_ns, now_ns)
+    if len(slow):
+        records = []
+        for i in slow.tolist():
+            record = parse_line(chunk[starts[i] : ends[i]], int(numbers[i]), factor_ns)
+            if record is not None:
+                records.append(record)
+        chunks += records_to_chunks(records, now_ns)
+    return assemble(chunks), len(starts)
+
+
+class IlpParser:
+    """Incremental parser of one request body.
+
+    Args:
+        precision: unit of unsuffixed designated timestamps (``n ns u us ms s m h``).
+        now_ns: the server time given to lines without a timestamp (one value per request).
+
+    Raises:
+        BadRequestError: ``precision`` is not supported.
+    """
+
+    def __init__(self, *, precision: str = "n", now_ns: int) -> None:
+        self._factor_ns = precision_factor(precision)
+        self._now_ns = now_ns
+        self._buffer = bytearray()
+        self._resume = 0
+        self._next_line = 1
+        self._state = "open"
+
+    def feed(self, data: bytes) -> list[IlpBatch]:
+        """Returns batches (one per table) of the lines completed by ``data``; may be empty.
+
+        Raises:
+            BadRequestError: a malformed line (the parser is then failed).
+            StateError: the parser is closed or failed.
+        """
+        self._check_open()
+        self._buffer += data
+        if b"\n" not in data and b"\r" not in data:
+            return []
+        body = bytes(self._buffer)
+        sp = find_specials(body, self._resume, final=False)
+        self._resume = sp.resume
+        if not len(sp.line_ends):
+            return []
+        cut = int(sp.next_starts[-1])
+        batches = self._parse(body[:cut])
+        del self._buffer[:cut]
+        self._resume = max(self._resume, cut) - cut
+        return batches
+
+    def close(self) -> list[IlpBatch]:
+        """Returns the batches of the rest of the body (a last line without its line end).
+
+        Raises:
+            BadRequestError: a malformed line.
+            StateError: the parser is closed or failed.
+        """
+        self._check_open()
+        body = bytes(self._buffer)
+        self._buffer.clear()
+        batches = self._parse(body) if body else []
+        self._state = "closed"
+        return batches
+
+    def _check_open(self) -> None:
+        if self._state != "open":
+            raise StateError(f"the ILP parser is {self._state}; start a new one per request.")
+
+    def _parse(self, chunk: bytes) -> list[IlpBatch]:
+        try:
+            batches, num_lines = parse_chunk(
+                chunk, first_line=self._next_line, factor_ns=self._factor_ns, now_ns=self._now_ns
+            )
+        except BadRequestError:
+            self._state = "failed"
+            raise
+        self._next_line += num_lines
+        return batches
+
+
+def parse_body(body: bytes, *, precision: str = "n", now_ns: int) -> list[IlpBatch]:
+    """Returns the batches (one per table, in order of first line) of a whole request body.
+
+    Raises:
+        BadRequestError: the first malformed line, or an unsupported precision.
+    """
+    factor_ns = precision_factor(precision)
+    batches, _ = parse_chunk(body, first_line=1, factor_ns=factor_ns, now_ns=now_ns)
+    return batches

@@ -1,0 +1,293 @@
+"""The per-line ILP parser: the reference the vectorised path is tested against, and its fallback.
+
+Line splitting (one left-to-right scan over the body, the same rules in both parsers)::
+
+    '\\' x           an escape pair: x (any byte) never ends a line nor starts a marker
+    '=' '=' 0x10     a protocol-2 binary double: these 3 bytes and the next 8 are payload
+    CR LF | LF | CR  one line end (lines are numbered from 1; empty lines count)
+
+Quoted strings are not tracked while splitting: a raw CR or LF inside a string ends the line
+and the unterminated string refuses it (QuestDB refuses a raw LF too; clients escape both).
+
+Line grammar (``\\`` escapes ``, = space \\ " CR LF`` in names and tag values and ``" \\ CR LF``
+in strings; any other backslash is literal)::
+
+    line    = table *("," key "=" tagval) " " field *("," field) [" " timestamp]
+    field   = key "=" (bare | '"' string '"' | "=" type payload)
+    comment = "#" ...        (skipped, as an empty line)
+
+Binary types: 16 = float64 little-endian (8 bytes); 14 (arrays) and every other type are refused.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from streamwrite.daemon.errors import BadRequestError
+from streamwrite.daemon.ilp_types import (
+    VALUE_TYPES,
+    Chunk,
+    ChunkColumn,
+    IlpBatch,
+    Kind,
+    assemble,
+    check_column_name,
+    check_table_name,
+    classify_bare,
+    convert_bare,
+    convert_timestamp,
+    precision_factor,
+)
+
+__all__ = ["LineRecord", "parse_body_reference", "parse_line", "records_to_chunks", "split_lines"]
+
+BACKSLASH, EQUALS, COMMA, SPACE, QUOTE, LF, CR = 0x5C, 0x3D, 0x2C, 0x20, 0x22, 0x0A, 0x0D
+BINARY_DOUBLE, BINARY_ARRAY = 16, 14
+NAME_ESCAPES = frozenset(b',= \\"\r\n')
+STRING_ESCAPES = frozenset(b'"\\\r\n')
+ARRAYS_MESSAGE = "arrays are not supported until nested types exist"
+
+
+def split_lines(body: bytes, final: bool) -> tuple[list[tuple[int, bytes]], int]:
+    """Returns ``([(line_number, line_bytes), ...], consumed_size)`` for the complete lines.
+
+    With ``final`` the bytes after the last line end form one more line. Line numbers count
+    every line end before the line, plus one.
+    """
+    lines: list[tuple[int, bytes]] = []
+    i = start = 0
+    size = len(body)
+    number = 1
+    while i < size:
+        b = body[i]
+        if b == BACKSLASH:
+            i += 2
+        elif (
+            b == EQUALS and i + 2 < size and body[i + 1] == EQUALS and body[i + 2] == BINARY_DOUBLE
+        ):
+            i += 11
+        elif b in (LF, CR):
+            lines.append((number, body[start:i]))
+            number += 1
+            i += 2 if b == CR and i + 1 < size and body[i + 1] == LF else 1
+            start = i
+        else:
+            i += 1
+    if final and start < size:
+        lines.append((number, body[start:]))
+        start = size
+    return lines, start
+
+
+@dataclass
+class LineRecord:
+    """One parsed line: entities are ``(name, kind, value)`` in line order, duplicates dropped."""
+
+    line: int
+    table: str
+    entities: list[tuple[str, Kind, object]]
+    timestamp_ns: int | None
+
+
+def _decode(raw: bytes, what: str, line: int) -> str:
+    try:
+        return raw.decode()
+    except UnicodeDecodeError:
+        raise BadRequestError(f"{what} {raw!r} is not valid UTF-8.", line=line) from None
+
+
+def _read_escaped(line: bytes, i: int, stops: bytes) -> tuple[bytes, int]:
+    """Returns the unescaped bytes from ``i`` to the first unescaped ``stops`` byte, and where."""
+    out = bytearray()
+    size = len(line)
+    while i < size:
+        b = line[i]
+        if b == BACKSLASH and i + 1 < size:
+            if line[i + 1] in NAME_ESCAPES:
+                out.append(line[i + 1])
+                i += 2
+                continue
+        elif b in stops:
+            break
+        out.append(b)
+        i += 1
+    return bytes(out), i
+
+
+def _invalid(name: str, raw: bytes, line: int) -> BadRequestError:
+    value = raw.decode(errors="replace")
+    return BadRequestError(
+        f"Could not parse entire line, field value is invalid. Field: {name}; value: {value}",
+        line=line,
+    )
+
+
+def _read_field_value(line: bytes, i: int, name: str, number: int) -> tuple[Kind, object, int]:
+    size = len(line)
+    if i >= size or line[i] in (COMMA, SPACE):
+        raise BadRequestError(
+            f"Could not parse entire line. Field value is missing: {name}", line=number
+        )
+    first = line[i]
+    if first == QUOTE:
+        out = bytearray()
+        j = i + 1
+        while j < size:
+            b = line[j]
+            if b == BACKSLASH and j + 1 < size and line[j + 1] in STRING_ESCAPES:
+                out.append(line[j + 1])
+                j += 2
+                continue
+            if b == QUOTE or b in (LF, CR):
+                break
+            out.append(b)
+            j += 1
+        if j >= size or line[j] != QUOTE or (j + 1 < size and line[j + 1] not in (COMMA, SPACE)):
+            raise _invalid(name, line[i : j + 1], number)
+        return (
+            Kind.STRING,
+            _decode(bytes(out), f"the string value of field {name!r}", number),
+            j + 1,
+        )
+    if first == EQUALS:
+        kind_byte = line[i + 1] if i + 1 < size else -1
+        if kind_byte == BINARY_ARRAY:
+            raise BadRequestError(f"{ARRAYS_MESSAGE} (field {name!r}).", line=number)
+        if kind_byte != BINARY_DOUBLE:
+            raise BadRequestError(
+                f"unsupported binary value type {kind_byte} in field {name!r}: only 16 "
+                "(float64) is accepted.",
+                line=number,
+            )
+        end = i + 10
+        if end > size or (end < size and line[end] not in (COMMA, SPACE)):
+            raise _invalid(name, line[i:end], number)
+        return Kind.FLOAT, struct.unpack("<d", line[i + 2 : end])[0], end
+    j = i
+    while j < size and line[j] not in (COMMA, SPACE):
+        j += 1
+    token = line[i:j]
+    kind = classify_bare(token)
+    value = convert_bare(token, kind)
+    if value is None:
+        raise _invalid(name, token, number)
+    return kind, value, j
+
+
+def parse_line(line: bytes, number: int, factor_ns: int) -> LineRecord | None:
+    """Returns the record of one line (None for an empty or comment line).
+
+    Raises:
+        BadRequestError: the line is malformed (``line`` = ``number``).
+    """
+    if not line or line[0] == 0x23:  # '#'
+        return None
+    size = len(line)
+    raw_table, i = _read_escaped(line, 0, b", =")
+    table = _decode(raw_table, "table name", number)
+    check_table_name(table, number)
+    if i < size and line[i] == EQUALS:
+        raise BadRequestError(
+            f"invalid table name: {line[: i + 1]!r} ('=' must be escaped).", line=number
+        )
+    entities: list[tuple[str, Kind, object]] = []
+    seen: set[str] = set()
+
+    def add(name: str, kind: Kind, value: object) -> None:
+        if name not in seen:
+            seen.add(name)
+            entities.append((name, kind, value))
+
+    while i < size and line[i] == COMMA:
+        raw_key, i = _read_escaped(line, i + 1, b", =")
+        key = _decode(raw_key, "tag name", number)
+        if i >= size or line[i] != EQUALS or not raw_key:
+            raise BadRequestError(
+                f"Could not parse entire line. Symbol value is missing: {key}", line=number
+            )
+        raw_value, i = _read_escaped(line, i + 1, b", =")
+        if not raw_value or (i < size and line[i] == EQUALS):
+            raise BadRequestError(
+                f"Could not parse entire line. Symbol value is missing: {key}", line=number
+            )
+        check_column_name(table, key, number)
+        add(key, Kind.TAG, _decode(raw_value, f"the value of tag {key!r}", number))
+    if i >= size or i + 1 >= size:
+        raise BadRequestError("No fields were provided", line=number)
+    i += 1  # the space
+    while True:
+        raw_key, i = _read_escaped(line, i, b", =")
+        key = _decode(raw_key, "field name", number)
+        if i >= size or line[i] != EQUALS or not raw_key:
+            raise BadRequestError(
+                f"Could not parse entire line. Field value is missing: {key}", line=number
+            )
+        check_column_name(table, key, number)
+        kind, value, i = _read_field_value(line, i + 1, key, number)
+        add(key, kind, value)
+        if i >= size:
+            return LineRecord(number, table, entities, None)
+        if line[i] == SPACE:
+            break
+        i += 1  # the comma
+    token = line[i + 1 :]
+    timestamp_ns = convert_timestamp(token, factor_ns)
+    if timestamp_ns is None:
+        shown = token.decode(errors="replace")
+        raise BadRequestError(f"Could not parse timestamp: {shown}", line=number)
+    return LineRecord(number, table, entities, timestamp_ns)
+
+
+def records_to_chunks(records: list[LineRecord], now_ns: int) -> list[Chunk]:
+    """Returns one chunk per table holding ``records`` (a per-value loop: the slow path only)."""
+    by_table: dict[str, list[LineRecord]] = {}
+    for record in records:
+        by_table.setdefault(record.table, []).append(record)
+    chunks = []
+    for table, recs in by_table.items():
+        cols: dict[tuple[str, Kind], tuple[int, list[int], list[object]]] = {}
+        for row, record in enumerate(recs):
+            for position, (name, kind, value) in enumerate(record.entities):
+                entry = cols.setdefault((name, kind), (position, [], []))
+                entry[1].append(row)
+                entry[2].append(value)
+        columns = [
+            ChunkColumn(
+                name,
+                position,
+                kind,
+                np.asarray(rows, dtype=np.int64),
+                pa.array(values, VALUE_TYPES[kind]),
+            )
+            for (name, kind), (position, rows, values) in cols.items()
+        ]
+        lines = np.array([r.line for r in recs], dtype=np.int64)
+        stamps = np.array(
+            [now_ns if r.timestamp_ns is None else r.timestamp_ns for r in recs], dtype=np.int64
+        )
+        chunks.append(Chunk(table, lines, stamps, columns))
+    return chunks
+
+
+def iter_records(lines: list[tuple[int, bytes]], factor_ns: int) -> Iterator[LineRecord]:
+    """Yields the record of each non-empty, non-comment line (raises on the first bad one)."""
+    for number, raw in lines:
+        record = parse_line(raw, number, factor_ns)
+        if record is not None:
+            yield record
+
+
+def parse_body_reference(body: bytes, *, precision: str = "n", now_ns: int) -> list[IlpBatch]:
+    """Returns the batches of a whole body, parsed line by line in pure Python.
+
+    Raises:
+        BadRequestError: the first malformed line, or an unsupported precision.
+    """
+    factor_ns = precision_factor(precision)
+    lines, _ = split_lines(body, final=True)
+    return assemble(records_to_chunks(list(iter_records(lines, factor_ns)), now_ns))
