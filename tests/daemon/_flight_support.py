@@ -39,6 +39,9 @@ def write_config(path: Path, data_root: Path, extra: str = "") -> Path:
     path.write_text(
         f"""data_root = "{data_root}"
 {extra}
+[ilp]
+dedup_window_seconds = 0  # Flight writes use batch ids, not the HTTP retry keys
+
 [[tokens]]
 name = "ingest"
 sha256 = "{sha(TOKEN)}"
