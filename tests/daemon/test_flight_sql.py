@@ -33,10 +33,11 @@ def flight_daemon(tmp_path: Path) -> Iterator[FlightDaemon]:
 @contextmanager
 def adbc_cursor(daemon: FlightDaemon, token: str = TOKEN) -> Iterator[Any]:
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the driver warns that autocommit is unknown
+        warnings.simplefilter("error")  # connecting warns of nothing (autocommit: no transactions)
         conn = fsql.connect(
             daemon.location,
             db_kwargs={"adbc.flight.sql.authorization_header": f"Bearer {token}"},
+            autocommit=True,
         )
     try:
         with conn.cursor() as cursor:
