@@ -27,6 +27,7 @@ import binascii
 import json
 import logging
 import threading
+import traceback
 from typing import Any
 
 import pyarrow.flight as fl
@@ -142,7 +143,10 @@ def as_daemon_error(exc: BaseException) -> DaemonError:
         return BadRequestError(str(exc))
     if isinstance(exc, StreamwriteError):
         return DaemonInternalError(str(exc))
-    logger.error("Flight call failed: %s", type(exc).__name__, exc_info=exc)
+    # the type and where, not the message: a third-party message may quote row values
+    frames = traceback.extract_tb(exc.__traceback__)[-3:]
+    where = " < ".join(f"{f.filename}:{f.lineno} in {f.name}" for f in reversed(frames))
+    logger.error("Flight call failed: %s at %s", type(exc).__name__, where)
     return DaemonInternalError("The server failed to handle the call; see its log.")
 
 

@@ -214,3 +214,16 @@ def test_a_client_gone_mid_stream_releases_its_budget(flight_daemon: FlightDaemo
         time.sleep(0.05)
     assert service.num_pending == 0 and service.budget.used_bytes == 0
     assert_still_serving(flight_daemon)
+
+
+def test_unexpected_error_is_logged_without_its_message(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    try:
+        raise ValueError("row value 'secret-42'")
+    except ValueError as exc:
+        error = exc
+    with caplog.at_level("ERROR", logger="streamwrite.daemon.flight"):
+        flight_error(error)
+    assert "ValueError" in caplog.text and "test_flight_errors.py" in caplog.text
+    assert "secret" not in caplog.text
