@@ -21,6 +21,7 @@ import logging
 import signal
 import ssl
 from contextlib import AsyncExitStack
+from pathlib import Path
 
 import anyio
 from aiohttp import web
@@ -28,6 +29,7 @@ from aiohttp import web
 import streamwrite
 from streamwrite.daemon.auth import Authenticator
 from streamwrite.daemon.config import DaemonConfig, parse_listen
+from streamwrite.daemon.flight import FlightIngestServer, open_flight_server
 from streamwrite.daemon.http import HttpState, make_app
 from streamwrite.daemon.logs import configure_logging
 from streamwrite.daemon.metrics import Metrics
@@ -37,8 +39,11 @@ __all__ = ["DRAIN_SECONDS", "run", "serve"]
 
 logger = logging.getLogger("streamwrite.daemon")
 
-DRAIN_SECONDS = 25.0
-"""How long requests in flight may take to finish after SIGTERM (Kubernetes waits 30 s)."""
+DRAIN_SECONDS = 20.0
+"""How long HTTP requests in flight may take to finish after SIGTERM (Kubernetes waits 30 s)."""
+FLIGHT_STOP_SECONDS = 5.0
+"""How long Flight calls may take to end after the HTTP drain (an idle open stream would hold
+the server forever: everything it was acknowledged is durable, so it is cut)."""
 
 
 def _ssl_context(section: dict[str, str], where: str) -> ssl.SSLContext | None:
@@ -69,6 +74,26 @@ async def serve(config: DaemonConfig) -> None:
             )
         service = await stack.enter_async_context(IngestService(config, metrics, executor))
         state = HttpState(service, authenticator)
+        addresses: dict[str, str] = {}
+        flight: FlightIngestServer | None = None
+        if config.flight["listen"]:
+            host, port = parse_listen(config.flight["listen"], "flight.listen")
+            section = config.flight
+            tls = None
+            if section["tls_cert"] or section["tls_key"]:
+                tls = [
+                    (Path(section["tls_cert"]).read_bytes(), Path(section["tls_key"]).read_bytes())
+                ]
+            flight = await stack.enter_async_context(
+                open_flight_server(
+                    f"{'grpc+tls' if tls else 'grpc'}://{host}:{port}",
+                    authenticator=authenticator,
+                    service=service,
+                    tls_certificates=tls,
+                    shutdown_timeout_seconds=FLIGHT_STOP_SECONDS,
+                )
+            )
+            addresses["flight"] = f"{host}:{flight.port}"
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             runner = web.AppRunner(
                 make_app(state),
@@ -78,7 +103,6 @@ async def serve(config: DaemonConfig) -> None:
                 shutdown_timeout=DRAIN_SECONDS,
             )
             await runner.setup()
-            addresses = {}
             try:
                 if config.http["listen"]:
                     host, port = parse_listen(config.http["listen"], "http.listen")
@@ -101,6 +125,8 @@ async def serve(config: DaemonConfig) -> None:
                     break
             finally:
                 state.draining = True
+                if flight is not None:
+                    flight.drain()
                 # Closes the listening sockets, then waits for the handlers in flight.
                 await runner.cleanup()
     logger.info("stopped")
