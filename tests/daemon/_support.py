@@ -6,6 +6,7 @@ addresses. A reader thread keeps every line (``Daemon.logs``) so that the pipe n
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import os
@@ -18,6 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 TOKEN = "s3cret-token"
 READ_TOKEN = "reader-token"
@@ -26,6 +31,31 @@ NARROW_TOKEN = "narrow-token"
 
 def sha(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+def self_signed(host: str) -> tuple[bytes, bytes]:
+    """A self-signed certificate for ``host`` and its key, both PEM."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), key_pem
 
 
 def write_config(path: Path, data_root: Path, extra: str = "", *, tokens: bool = True) -> Path:

@@ -322,3 +322,27 @@ def test_in_flight_budget_answers_503_with_retry_after(daemon_factory) -> None: 
     assert write(daemon, b"other v=1\n" * 20)[0] == 204
     status, _, body = request(daemon, "GET", "/metrics")
     assert 'streamwrite_rejections_total{reason="overloaded"} 1.0' in body.decode()
+
+
+def test_https_when_certificates_are_configured(daemon_factory, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import ssl
+
+    from tests.daemon._support import self_signed
+
+    cert, key = self_signed("localhost")
+    (tmp_path / "cert.pem").write_bytes(cert)
+    (tmp_path / "key.pem").write_bytes(key)
+    daemon = daemon_factory(
+        f'[http]\ntls_cert = "{tmp_path / "cert.pem"}"\ntls_key = "{tmp_path / "key.pem"}"\n'
+    )
+    context = ssl.create_default_context(cadata=cert.decode())
+    port = daemon.http_addr.rsplit(":", 1)[1]
+    conn = http.client.HTTPSConnection("localhost", int(port), context=context, timeout=30)
+    conn.request("POST", "/write", body=b"secure v=1\n", headers=AUTH)
+    assert conn.getresponse().status == 204
+    conn.close()
+    assert table_rows(daemon, "secure").num_rows == 1  # type: ignore[union-attr]
+    plain = http.client.HTTPConnection(daemon.http_addr, timeout=30)
+    with pytest.raises((ConnectionError, http.client.HTTPException)):
+        plain.request("GET", "/ping")
+        plain.getresponse()

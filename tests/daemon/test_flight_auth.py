@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
 import json
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -10,10 +9,6 @@ from pathlib import Path
 
 import pyarrow.flight as fl
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from streamwrite.daemon.flight_wire import encode_ticket
 from tests.daemon._flight_support import (
@@ -26,6 +21,7 @@ from tests.daemon._flight_support import (
     serve_flight,
     start_flight_daemon,
 )
+from tests.daemon._support import self_signed
 
 
 @pytest.fixture
@@ -52,30 +48,6 @@ def test_handshake_refused(flight_daemon: FlightDaemon, name: str, token: str) -
     client = flight_daemon.client()
     with pytest.raises(fl.FlightUnauthenticatedError, match="Unknown credentials"):
         client.authenticate_basic_token(name, token)
-
-
-def self_signed(host: str) -> tuple[bytes, bytes]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-    return cert.public_bytes(serialization.Encoding.PEM), key_pem
 
 
 def test_tls(tmp_path: Path) -> None:
