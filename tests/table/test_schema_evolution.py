@@ -41,6 +41,7 @@ from streamwrite.format.txn import (
     encode_txn,
     encode_txn_payload,
 )
+from streamwrite.layout.table import CommitPolicy, TableMachine
 from streamwrite.pool.executor import InlineExecutor
 from streamwrite.reader.file import ParquetFile
 from streamwrite.table.api import open_table
@@ -154,6 +155,30 @@ def test_txn_schema_history_is_additive_and_round_trips() -> None:
         data = encode_txn(TxnRecord(version=6, schema="s2", schemas=bad))
         with pytest.raises(CorruptFileError, match="schema history"):
             decode_txn(data)
+
+
+def test_the_machine_seals_every_newest_segment_for_a_schema_change() -> None:
+    """Sans I/O: an open newest segment whose row groups are committed closes now, one with a
+    row group still to commit stays sealed until that commit is published, and a listed
+    newest segment that was never opened is not reopened for appending."""
+    day, other, idle = "ts_day=1970-01-01", "ts_day=1970-01-02", "ts_day=1970-01-03"
+    record = TxnRecord(partitions={idle: (Segment("seg-000000", 100),)})
+    machine = TableMachine(record, CommitPolicy(), 0.0)
+    for partition in (day, other):
+        machine.roll_over(partition, machine.allocate_segment(partition))
+        machine.buffer(partition, 1, 8, 0.0)
+        machine.cut(partition, 1, 0, "seg-000000")
+    machine.accept(2, 16)
+    unit = machine.take_unit(None, 0.0)
+    machine.begin_commit(unit)
+    machine.segment_committed(unit.segments[0], Segment("seg-000000", 10))  # day only
+    machine.published(machine.finish_commit(unit))
+    assert machine.seal_all() == [(day, "seg-000000", True), (other, "seg-000000", False)]
+    for partition in (day, other, idle):
+        assert machine.newest(partition) is None and machine.newest_to_open(partition) is None
+        assert machine.next_row_group(partition) is None  # the next row group rolls over
+    assert machine.sealed_segments(other) == {"seg-000000"}
+    assert machine.roll_over(day, machine.allocate_segment(day)) == (None, False)
 
 
 # -- add_columns ---------------------------------------------------------------------------
@@ -544,3 +569,23 @@ def test_cli_inspect_and_verify_an_evolved_table(tmp_path: Path, capsys: Any) ->
     shown = json.loads(capsys.readouterr().out)
     assert [c["name"] for c in shown["schema"]] == WIDE.names and shown["num_rows"] == 60
     assert cli_main(["verify", "-q", str(path)]) == 0
+
+
+def test_the_readme_snippet(tmp_path: Path, monkeypatch: Any) -> None:
+    """The README's "Schema evolution" snippet, as pasted (in an async function)."""
+    monkeypatch.chdir(tmp_path)
+
+    async def snippet() -> pa.Table:
+        schema = pa.schema([("ts", pa.timestamp("us", tz="UTC")), ("price", pa.float64())])
+        async with await streamwrite.open_table(
+            "ticks", schema, timestamp="ts", partition_by="day"
+        ) as table:
+            await table.append(pa.table({"ts": [0, 1], "price": [1.5, 2.5]}, schema=schema))
+            await table.add_columns([pa.field("venue", pa.string())])  # nullable, at the end
+            await table.append(
+                pa.table({"ts": [2], "price": [3.5], "venue": ["XNAS"]}, schema=table.schema)
+            )
+        return streamwrite.read_table("ticks")  # older rows: venue is null
+
+    got = _run(snippet)
+    assert got.sort_by("ts").to_pydict()["venue"] == [None, None, "XNAS"]
