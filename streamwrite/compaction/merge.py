@@ -14,6 +14,13 @@ group; this module reads the row groups that way and executes the plan's actions
     ARROW       decoded here (decrypted) into Arrow, held back, sorted if asked, re-encoded
                 by row_group_jobs (re-encrypted under the new segment's keys and ordinals)
 
+Schemas: the merged segment is written with the table's schema when it is created, and
+encoded with that segment's own Parquet schema and options (an ``add_columns`` during the
+merge does not change them). A source segment of an older schema (``Table.add_columns``)
+cannot be copied raw or read physically into it: when the run holds one, every row group not
+copied raw goes the ARROW way, and each of that segment's row groups is widened to the new
+segment's schema (nulls in the added columns) before it is held back.
+
 Up to ``MAX_ENCODING`` merged row groups are encoded at once while the next ones are read, and
 the ready ones are committed (in order, in the background) every ``COMMIT_BYTES``. A segment
 already opened to read its info this round (``compaction/policy.py``) is read without parsing
@@ -32,6 +39,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from anyio.abc import TaskGroup
 
+from streamwrite.arrow.evolution import widen_table
+from streamwrite.arrow.schema import ParquetSchema, arrow_to_parquet
 from streamwrite.compaction.host import CompactionHost
 from streamwrite.crypto.decryption import DecryptionConfig
 from streamwrite.encode import chunk_settings, row_group_jobs
@@ -48,6 +57,7 @@ from streamwrite.layout.compaction import (
 )
 from streamwrite.layout.raw_copy import copy_row_group
 from streamwrite.live.file import EncodedRowGroup, LiveFile
+from streamwrite.options import WriteOptions
 from streamwrite.pool.gate import BACKGROUND
 from streamwrite.reader.file import ParquetFile
 from workers.jobs import Job, MergeChunkJob, SourceChunk
@@ -84,13 +94,15 @@ class _Rows:
         return replace(self, row_start=self.row_start + offset, row_stop=stop)
 
 
-def _merge_jobs(host: CompactionHost, pieces: list[_Rows]) -> list[Job]:
+def _merge_jobs(
+    parquet_schema: ParquetSchema, options: WriteOptions, pieces: list[_Rows]
+) -> list[Job]:
     """One job per column: decode the pieces' chunks and encode their rows as one chunk."""
     verify = all(piece.verify_checksums for piece in pieces)
     max_page = min(piece.max_decompressed_page_size for piece in pieces)
     return [
         MergeChunkJob(
-            chunk_settings(spec, host.options),
+            chunk_settings(spec, options),
             tuple(
                 replace(piece.sources[column], row_start=piece.row_start, row_stop=piece.row_stop)
                 for piece in pieces
@@ -98,7 +110,7 @@ def _merge_jobs(host: CompactionHost, pieces: list[_Rows]) -> list[Job]:
             verify,
             max_page,
         )
-        for column, spec in enumerate(host.parquet_schema.columns)
+        for column, spec in enumerate(parquet_schema.columns)
     ]
 
 
@@ -157,6 +169,10 @@ class Merger:
     ) -> None:
         self._host = host
         self._live = live
+        self.schema = live.schema
+        """The merged segment's Arrow schema (source rows of an older one are widened)."""
+        self._parquet_schema = arrow_to_parquet(live.schema)
+        self._options = live.options
         self.plan = plan
         self._task_group = task_group
         self._pending: list[Any] = []
@@ -216,12 +232,16 @@ class Merger:
         host = self._host
         jobs: list[Job]
         if taken and isinstance(taken[0], _Rows):
-            jobs = _merge_jobs(host, taken)
+            jobs = _merge_jobs(self._parquet_schema, self._options, taken)
         else:
             piece = pa.concat_tables(taken)
             jobs = list(
                 row_group_jobs(
-                    piece, host.parquet_schema, host.options, self._live._encryptor, action.ordinal
+                    piece,
+                    self._parquet_schema,
+                    self._options,
+                    self._live._encryptor,
+                    action.ordinal,
                 )
             )
         slot = _Slot()
@@ -307,8 +327,9 @@ async def _merge_open(
     merger: Merger, pf: ParquetFile, size: int, row_group_rows: tuple[int, ...], encrypted: bool
 ) -> None:
     plan = merger.plan
+    widened = not pf.schema_arrow.equals(merger.schema, check_metadata=False)
     for index, rows in enumerate(row_group_rows):
-        way = plan.way(rows, encrypted=encrypted)
+        way = plan.way(rows, encrypted=encrypted, widened=widened)
         data: EncodedRowGroup | pa.Table | _Rows | None = None
         if way is Way.RAW_COPY:
             try:
@@ -316,7 +337,9 @@ async def _merge_open(
             except UnsupportedError:
                 way = plan.fallback
         if way is Way.PHYSICAL:
+            assert not widened  # a run holding an older schema is read the ARROW way
             data = await anyio.to_thread.run_sync(_read_sources, pf, index)
         elif way is Way.ARROW:
-            data = await anyio.to_thread.run_sync(ParquetFile.read_row_group, pf, index)
+            table = await anyio.to_thread.run_sync(ParquetFile.read_row_group, pf, index)
+            data = widen_table(table, merger.schema) if widened else table
         await merger.execute(plan.offer(rows, way), data)

@@ -132,7 +132,8 @@ def _open_segment(
     except BaseException:
         pf.close()
         raise
-    return SegmentInfo(directory.name, size, rows, footer.unused_bytes, encrypted), pf
+    names = tuple(pf.schema_arrow.names)
+    return SegmentInfo(directory.name, size, rows, footer.unused_bytes, encrypted, names), pf
 
 
 OpenSegments = dict[tuple[str, str, int], ParquetFile]
@@ -174,6 +175,7 @@ async def compact_partition(
                 sort=policy.sort_by_timestamp,
                 timestamp=host.record.timestamp,
                 encrypted=any(info.encrypted for info in infos),
+                widen=any(info.column_names != tuple(live.schema.names) for info in infos),
             )
             merger = Merger(host, live, plan, task_group)
             for info in infos:

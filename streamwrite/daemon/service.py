@@ -375,7 +375,7 @@ class IngestService:
                         "exist and auto-creation of columns is off."
                     )
                 principal.require("add_column", name)
-                await self._call(table.add_columns(new_fields), name)  # type: ignore[attr-defined]
+                await self._call(table.add_columns(new_fields), name)
             if handle.num_pending >= self.config.limits["table_queue"]:
                 self.metrics.rejections.labels("overloaded").inc()
                 raise OverloadedError(

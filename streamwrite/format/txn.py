@@ -77,8 +77,24 @@ keys as format 3)::
                                           size (format/dedup.py); absent until a commit
                                           carries a dedup key (such records encode exactly
                                           as without the feature)
+      "schemas": [[0, "<base64>"], [7, "<base64>"]],
+                                          only once a column was added (Table.add_columns):
+                                          every schema the table has had, oldest first,
+                                          each with the record version that published it;
+                                          the last one is "schema". Absent: the table never
+                                          changed its schema (its one schema is "schema")
       "crc32": 3735928559                 CRC32 of the record serialized without this key
     }
+
+Schema history: a schema change only appends nullable columns, so every schema of the history
+is a prefix of the next one (``Table.add_columns`` checks it; this module does not decode
+schemas, it checks the versions and that the last entry is ``"schema"``). A segment keeps
+the schema it was created with (a live file's schema cannot change: every committed prefix
+stays a valid Parquet file), so a table's segments may have any schema of its history;
+readers read each as the current schema, with nulls in the columns it lacks. ``"schemas"`` is
+additive to format 4: readers that predate it ignore the key (the CRC32 covers it all the
+same; they then fail on an older segment's schema rather than misread it), and a record
+without it is byte for byte what they wrote.
 
 Format version 3 wrote the same JSON record (``"format_version": 3``, indented) as the whole
 ``_txn`` file, replaced by rename at every commit. Format version 2 named partition directories
@@ -216,6 +232,9 @@ class TxnRecord:
     partitions: dict[str, tuple[Segment, ...]] = field(default_factory=dict)
     applied: dict[str, int] = field(default_factory=dict)
     retired: tuple[Retired, ...] = ()
+    schemas: tuple[tuple[int, str], ...] = ()
+    """Every schema the table has had, oldest first, each with the version that published it
+    (the last is :attr:`schema`); empty while the table never changed its schema."""
     format_version: int = FORMAT_VERSION
     """4; 2 or 3 for a record read from a table not migrated yet (format 2: partitions named
     by value)."""
@@ -284,6 +303,20 @@ class TxnRecord:
             retired=retired,
         )
 
+    @property
+    def schema_history(self) -> tuple[tuple[int, str], ...]:
+        """Every schema of the table, oldest first, with the version that published it (the
+        creation counts as version 0); the last one is :attr:`schema`."""
+        return self.schemas or ((0, self.schema),)
+
+    def evolved(self, schema: str) -> TxnRecord:
+        """The following version with ``schema`` (base64, as :attr:`schema`) as the table's
+        schema, appended to the history."""
+        version = self.version + 1
+        return replace(
+            self, version=version, schema=schema, schemas=(*self.schema_history, (version, schema))
+        )
+
     def find_partition(self, name: str) -> str | None:
         """The partition ``name`` designates: a partition name (``ts_day=2026-11-22``), or
         the bare value of one (``2026-11-22``); None if there is none."""
@@ -340,7 +373,7 @@ def _body(record: TxnRecord) -> dict[str, Any]:
         },
         "retired": [[r.path, r.since] for r in record.retired],
         "applied": dict(sorted(record.applied.items())),
-    }
+    } | ({"schemas": [list(entry) for entry in record.schemas]} if record.schemas else {})
 
 
 def _dumps(body: dict[str, Any]) -> bytes:
@@ -543,6 +576,7 @@ def _decode_json(data: bytes, formats: tuple[int, ...]) -> TxnRecord:
             },
             applied={str(k): int(v) for k, v in body["applied"].items()},
             retired=tuple(Retired(str(path), float(since)) for path, since in body["retired"]),
+            schemas=tuple((int(v), str(schema)) for v, schema in body.get("schemas", ())),
             format_version=int(format_version),
             dedup=None if body.get("dedup") is None else DedupLog(*body["dedup"]),
         )
@@ -575,6 +609,12 @@ def _check(record: TxnRecord) -> None:
         or dedup.size < 0
     ):
         raise ValueError(f"the dedup log entry {[dedup.name, dedup.size]!r} is not allowed")
+    if record.schemas:
+        versions = [version for version, _ in record.schemas]
+        if versions != sorted(set(versions)) or versions[-1] > record.version or versions[0] < 0:
+            raise ValueError(f"the schema history's versions {versions} are out of order")
+        if record.schemas[-1][1] != record.schema:
+            raise ValueError("the schema history does not end with the table's schema")
     for retired in record.retired:
         partition, _, name = retired.path.partition("/")
         if not _PARTITION.fullmatch(partition) or segment_number(name) is None:

@@ -22,13 +22,16 @@ Rules of the decision for one partition (:func:`plan_partition`, shown by
 Rules of one merge (:class:`MergePlan`), row groups offered in order, each one way
 (:class:`Way`)::
 
-    RAW_COPY   full (>= small rows), unencrypted, no sort, and the rows held back (if any)
-               are not small: the held-back rows become one row group, then the source's
-               column chunks are copied as bytes into the next one
-    PHYSICAL   otherwise, no sort and no encrypted segment in the run: the column chunks
-               are read compressed and a worker decodes and re-encodes them
-    ARROW      otherwise (encrypted segments, or sort_by_timestamp): decoded into Arrow
-               (decrypted), re-encrypted under the new segment's keys and ordinals
+    RAW_COPY   full (>= small rows), unencrypted, of the merged segment's schema, no sort,
+               and the rows held back (if any) are not small: the held-back rows become one
+               row group, then the source's column chunks are copied as bytes into the next
+    PHYSICAL   otherwise, no sort and no encrypted segment and no segment of an older schema
+               in the run: the column chunks are read compressed and a worker decodes and
+               re-encodes them
+    ARROW      otherwise (encrypted segments, sort_by_timestamp, or a segment written before
+               the table's schema gained columns): decoded into Arrow (decrypted), widened to
+               the merged segment's schema (nulls in the added columns), re-encoded and
+               re-encrypted under the new segment's keys and ordinals
 
     held back  a row group not copied raw is held back; every target rows held become one
                row group; a full one arriving behind held-back rows is encoded with them as
@@ -83,6 +86,9 @@ class SegmentInfo:
     dead_bytes: int
     """Bytes of superseded footers (every commit but the last left one behind)."""
     encrypted: bool
+    column_names: tuple[str, ...] = ()
+    """The segment's columns (a segment written before ``Table.add_columns`` lacks the
+    added ones; empty: unknown)."""
 
     @property
     def num_rows(self) -> int:
@@ -260,6 +266,7 @@ class MergePlan:
         sort: bool = False,
         timestamp: str | None = None,
         encrypted: bool = False,
+        widen: bool = False,
     ) -> None:
         """
         Args:
@@ -268,6 +275,8 @@ class MergePlan:
             sort: hold every row to the end and sort it by ``timestamp`` (if not None).
             timestamp: the designated timestamp column.
             encrypted: some segment of the run is encrypted (none is read physically).
+            widen: some segment of the run has an older schema than the merged one (none
+                is read physically; its row groups are widened, never copied raw).
 
         Raises:
             ConfigError: ``target`` below 1 or ``small`` not positive.
@@ -281,7 +290,7 @@ class MergePlan:
         self.small = small
         self.sort = sort
         self.timestamp = timestamp
-        self.fallback = Way.ARROW if sort or encrypted else Way.PHYSICAL
+        self.fallback = Way.ARROW if sort or encrypted or widen else Way.PHYSICAL
         """The way of every row group that is not copied raw."""
         self.held_rows = 0
         """Rows held back, not yet given to an :class:`EncodeHeld`."""
@@ -291,12 +300,12 @@ class MergePlan:
         self.num_reencoded = 0
         self.finished = False
 
-    def way(self, num_rows: int, *, encrypted: bool) -> Way:
+    def way(self, num_rows: int, *, encrypted: bool, widened: bool = False) -> Way:
         """The way to read the next source row group (``num_rows`` rows; ``encrypted``: its
-        segment is)."""
+        segment is; ``widened``: its segment has an older schema than the merged one)."""
         full = num_rows >= self.small
         held_ok = self.held_rows == 0 or self.held_rows >= self.small
-        if full and not encrypted and not self.sort and held_ok:
+        if full and not encrypted and not widened and not self.sort and held_ok:
             return Way.RAW_COPY
         return self.fallback
 

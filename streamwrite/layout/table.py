@@ -26,6 +26,10 @@ open live files; this machine holds the counts and names and decides. Time is an
                                                        the next row group starts a new one
                                                        (is_settled, sealed_segments and
                                                        quiet_seconds say when it may)
+                  seal_all()                           a schema change: every partition's
+                                                       newest segment is sealed, so the next
+                                                       row group of each starts a new segment
+                                                       (written with the new schema)
 
     commit due    rows >= commit_rows, or bytes >= commit_bytes, or rows waiting and
                   now - last commit >= commit_interval
@@ -424,6 +428,33 @@ class TableMachine:
         part.newest = None
         self._retired_newest.add(partition)
         return old
+
+    def seal_all(self) -> list[tuple[str, str, bool]]:
+        """A schema change (``Table.add_columns``): seal every partition's newest segment,
+        open or only listed, so that each partition's next row group starts a new segment.
+
+        Returns:
+            The open newest segments, ``(partition, segment, close_now)``: close it now
+            (every row group it was given is committed), else it is sealed until
+            :meth:`published` names it.
+        """
+        self.check()
+        sealed = []
+        for name, part in sorted(self._partitions.items()):
+            old = part.newest
+            if old is None:
+                continue
+            key = (name, old)
+            close_now = self._committed[key] == self._given[key]
+            if close_now:
+                del self._committed[key], self._given[key]
+            else:
+                self._sealed.add(key)
+            part.newest = None
+            sealed.append((name, old, close_now))
+        self._retired_newest.update(self.record.partitions)
+        self._retired_newest.update(self._partitions)
+        return sealed
 
     # -- units and commits ----------------------------------------------------------------
 

@@ -55,6 +55,7 @@ from streamwrite.options import CompactionPolicy, make_write_options
 from streamwrite.pool.executor import Executor, InlineExecutor
 from streamwrite.table.core import Table
 from streamwrite.table.dedup import DEFAULT_DEDUP_WINDOW, DedupLogFile, check_dedup_window
+from streamwrite.table.evolution import older_schema_message
 from streamwrite.table.pipeline import CommitTicket
 from streamwrite.table.recovery import TableLock, recover_segments
 from streamwrite.table.state import (
@@ -106,7 +107,9 @@ async def open_table(
 
     Args:
         path: the table directory.
-        schema: required to create; checked against the table when reopening.
+        schema: required to create; checked against the table's current schema when
+            reopening (after :meth:`Table.add_columns` the widened one; the error says so
+            when it is an older schema of the table).
         timestamp: the designated timestamp column (rows route to partitions by it).
         partition_by: ``"hour"``, ``"day"``, ``"month"`` or None (one partition).
         executor: where encoding runs (a :class:`streamwrite.ProcessPool`); default an
@@ -238,7 +241,7 @@ async def _open_locked(
         record = decode_txn(await anyio.Path(txn_path).read_bytes())
         stored = decode_arrow_schema(record.schema)
         if schema is not None and not schema.equals(stored, check_metadata=False):
-            raise ConfigError(f"The table at {str(directory)!r} has schema {stored}, not {schema}.")
+            raise ConfigError(older_schema_message(directory, record, schema))
         if (timestamp, partition_by) not in ((None, None), (record.timestamp, record.partition_by)):
             raise ConfigError(
                 f"The table at {str(directory)!r} is partitioned by {record.partition_by!r} on "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, overload
@@ -13,8 +13,9 @@ import anyio
 import pyarrow as pa
 from anyio.abc import TaskGroup
 
-from streamwrite.arrow.partitioning import split_by_partition
-from streamwrite.arrow.schema import arrow_to_parquet
+from streamwrite.arrow.evolution import add_fields
+from streamwrite.arrow.partitioning import check_timestamp_field, split_by_partition
+from streamwrite.arrow.schema import arrow_to_parquet, encode_arrow_schema
 from streamwrite.compaction.policy import (
     CompactionPolicy,
     CompactionResult,
@@ -27,7 +28,13 @@ from streamwrite.compaction.policy import (
 )
 from streamwrite.crypto.encryption import FileEncryption
 from streamwrite.crypto.live_keys import decryption_for
-from streamwrite.encode import EncodingPlanner, as_table, check_values, row_group_jobs
+from streamwrite.encode import (
+    EncodingPlanner,
+    as_table,
+    check_values,
+    check_write_options,
+    row_group_jobs,
+)
 from streamwrite.errors import ConfigError, StateError
 from streamwrite.format.txn import DATA_FILE, PENDING_DATA_FILE, Segment, TxnRecord
 from streamwrite.layout.actions import CommitSegment
@@ -37,6 +44,7 @@ from streamwrite.live.file import EncodedRowGroup, LiveFile, open_live_file, syn
 from streamwrite.options import make_write_options
 from streamwrite.pool.executor import Executor
 from streamwrite.table.dedup import DedupLogFile, check_dedup_key, dedup_keys
+from streamwrite.table.evolution import schema_history, segment_column_names, segment_encryption
 from streamwrite.table.pipeline import CommitPipeline, CommitTicket, Unit, applied_ids
 from streamwrite.table.recovery import TableLock, segment_numbers, sweep_retired
 from streamwrite.table.state import (
@@ -58,7 +66,18 @@ KV_TXN = "streamwrite.txn"
 
 
 class Table:
-    """An open table (create or reopen with :func:`open_table`)."""
+    """An open table (create or reopen with :func:`open_table`).
+
+    Schema changes: :meth:`add_columns` appends nullable columns to :attr:`schema` and
+    publishes the new schema in a new ``_txn`` version (with the table's schema history).
+    Rows appended before the call are committed first, in segments of the old schema; every
+    partition's newest segment is sealed, so later rows go to new segments of the new schema
+    (a live file's schema never changes). Appends from then on must carry the new schema.
+    Readers (:func:`streamwrite.read_table`, :meth:`snapshot`) read older segments as the new
+    schema with nulls in the added columns; compaction merges segments of different schemas
+    into one of the newest schema. On an encrypted table the added columns are encrypted
+    with the footer key.
+    """
 
     def __init__(
         self,
@@ -131,14 +150,20 @@ class Table:
     # -- buffering --------------------------------------------------------------------------
 
     async def _open_newest(self, name: str) -> LiveFile | None:
-        """Open partition ``name``'s listed newest segment for appending, if it may take more."""
+        """Open partition ``name``'s listed newest segment for appending, if it may take more
+        (a segment of an older schema than the table's is sealed instead)."""
         segment = self._machine.newest_to_open(name)
         if segment is None:
             return None
+        if self._machine.record.schemas:  # the table changed its schema: is this one older?
+            names = await anyio.to_thread.run_sync(segment_column_names, self.path / name / segment)
+            if names != tuple(self.schema.names):
+                self._machine.seal_newest(name)
+                return None
         live = await LiveFile.open(
             self.path / name / segment,
             self.schema,
-            encryption=self.encryption,
+            encryption=self._encryption(),
             **self._write_kwargs,
         )
         self._active[name] = live
@@ -334,6 +359,8 @@ class Table:
         """
         async with self._lock:
             self._check()
+            if not table.schema.equals(self.schema, check_metadata=False):
+                as_table(table, self.schema, "the table")  # add_columns came first: refused
             if app_id is not None and batch_id is not None:
                 record = self._machine.record
                 skipped = self._pipeline.decide(
@@ -493,6 +520,79 @@ class Table:
             ):
                 self._pipeline.request()
 
+    # -- schema evolution (streamwrite.table.evolution) -------------------------------------
+
+    def _encryption(self) -> FileEncryption | None:
+        """The encryption settings of a segment of the current schema: the caller's, plus
+        the footer key for added columns (:func:`.evolution.segment_encryption`)."""
+        if self.encryption is None or not self._machine.record.schemas:
+            return self.encryption
+        history = schema_history(self._machine.record)
+        return segment_encryption(self.encryption, history, self.schema.names)
+
+    async def add_columns(self, fields: Sequence[pa.Field]) -> TableCommit:
+        """Append nullable columns to the table's schema.
+
+        What is buffered is committed first, under the old schema (with every commit in
+        flight); then a new ``_txn`` version publishes the new schema (durable when this
+        returns), and every partition's newest segment is sealed: the next row group of
+        each starts a new segment, written with the new schema. Appends accepted before this
+        call commit with the old schema; later appends (and any still waiting to be
+        accepted) must carry the new one. On an encrypted table the new columns are
+        encrypted with the footer key. Older segments read as the new schema with nulls in
+        the added columns.
+
+        Args:
+            fields: the columns to add, in order (each a nullable ``pyarrow.Field`` whose
+                name the table does not have).
+
+        Returns:
+            The commit publishing the new schema (``num_rows`` 0; rows buffered before the
+            call were committed by the commit before it).
+
+        Raises:
+            SchemaError: no field, a name the table has (or given twice), a field that is
+                not nullable: nothing changed.
+            UnsupportedError: a type the writer cannot map (nested...): nothing changed.
+            ConfigError: a name the table's partitioning reserves: nothing changed.
+            StateError: the table is poisoned or closed.
+            StreamwriteIOError: committing the buffered rows or publishing the schema failed
+                (the table is poisoned; reopening gives the old schema or the new one).
+        """
+        self._check()
+        async with self._lock:
+            self._check()
+            record = self._machine.record
+            schema = add_fields(self.schema, fields)
+            check_timestamp_field(schema, record.timestamp, record.partition_by)
+            options = make_write_options(schema.names, caller="add_columns", **self._write_kwargs)
+            parquet_schema = arrow_to_parquet(schema)
+            check_write_options(parquet_schema, options)
+            # Appends wait for the buffer lock meanwhile; nothing may stop halfway.
+            with anyio.CancelScope(shield=True):
+                tickets = self._pipeline.detach()
+                try:
+                    unit = await self._take_locked(tickets)
+                except BaseException as exc:
+                    self._pipeline.abandon(tickets, exc)
+                    self._fail(exc)
+                    raise
+                await self._pipeline.drain(unit)
+                self._check()
+                async with self._commit_lock:
+                    self._check()
+                    record = self._machine.record.evolved(encode_arrow_schema(schema))
+                    await self._publish(record)
+                self.schema, self.options, self.parquet_schema = schema, options, parquet_schema
+                self._planners = {}
+                for name, segment, close_now in self._machine.seal_all():
+                    live = self._active.pop(name)
+                    if close_now:
+                        await live.close()
+                    else:  # not reached: every unit was drained; closed at its publish
+                        self._sealed[(name, segment)] = live
+            return TableCommit(record.version, 0, dict(record.partitions))
+
     # -- segments and compaction (the steps are in streamwrite.compaction) -----------------
 
     async def new_segment(self, partition: str, *, pending: bool = False) -> LiveFile:
@@ -502,7 +602,7 @@ class Table:
         return await open_live_file(
             self.path / partition / self._machine.allocate_segment(partition),
             self.schema,
-            encryption=self.encryption,
+            encryption=self._encryption(),
             data_file=PENDING_DATA_FILE if pending else DATA_FILE,
             **self._write_kwargs,
         )

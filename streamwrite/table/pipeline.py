@@ -177,6 +177,8 @@ class CommitPipeline:
         self.error: BaseException | None = None
         """Set when the table can commit nothing more (poisoned or closed)."""
         self._leading = False
+        self._committing = False
+        """True while a unit is being committed (by a leader, the committer or :meth:`drain`)."""
         self._changed = anyio.Event()
 
     # -- state changes --------------------------------------------------------------------
@@ -306,11 +308,13 @@ class CommitPipeline:
         unit = self.taken[0]
         result: TableCommit | None = None
         error: BaseException | None = None
+        self._committing = True
         try:
             result = await self._commit(unit)
         except Exception as exc:  # every ticket of the unit raises it; the table is poisoned
             error = exc
         finally:
+            self._committing = False
             if result is None and error is None:
                 error = StateError("The commit was cancelled before it was durable.")
             self.taken.popleft()
@@ -357,6 +361,21 @@ class CommitPipeline:
                 await self._wait_changed()
             else:
                 await self.drive(oldest)
+
+    async def drain(self, unit: Unit | None) -> None:
+        """Queue ``unit`` (the open group, taken by the caller under the buffer lock, which
+        it keeps holding: no other unit is taken meanwhile) and return once every unit taken
+        so far is durable or failed. A schema change (``Table.add_columns``) waits so: the
+        units before it commit with the old schema. Outside ``async with`` the caller
+        commits them itself, in order, unless a leader is committing one."""
+        if unit is not None:
+            self.taken.append(unit)
+            self._notify()
+        while self.taken and self.error is None:
+            if self.background or self._committing:
+                await self._wait_changed()
+            else:
+                await self._commit_first()
 
     # -- background tasks (inside ``async with``) -------------------------------------------
 

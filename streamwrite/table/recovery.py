@@ -75,6 +75,7 @@ from streamwrite.layout.partitioning import partition_name
 from streamwrite.layout.table import next_segment_numbers, publish_txn
 from streamwrite.layout.table_recovery import plan_migration, plan_recovery, verify_recovery
 from streamwrite.live.file import LiveFile, recover_at
+from streamwrite.table.evolution import schema_history, segment_column_names, segment_encryption
 from streamwrite.table.execute import run_file_actions, scan_table
 
 __all__ = [
@@ -245,11 +246,34 @@ async def recover_segments(
     if record.partitions:  # one segment opened now: encryption settings that do not fit fail here
         newest = max(record.partitions)
         segment = record.partitions[newest][-1]
-        live = await _open_at(
-            path / newest / segment.name, segment.size, schema, write_options, encryption
-        )
+        directory = path / newest / segment.name
+        own, own_encryption = schema, encryption
+        if record.schemas and (directory / DATA_FILE).exists():  # its schema may be older
+            own, own_encryption = await _segment_settings(directory, record, encryption)
+        live = await _open_at(directory, segment.size, own, write_options, own_encryption)
         await live.close()
     return record
+
+
+async def _segment_settings(
+    directory: Path, record: TxnRecord, encryption: FileEncryption | None
+) -> tuple[pa.Schema, FileEncryption | None]:
+    """The schema of the table's history a segment was written with, and its encryption
+    settings (:mod:`streamwrite.table.evolution`).
+
+    Raises:
+        CorruptFileError: the segment's columns are those of no schema of the history.
+    """
+    names = await anyio.to_thread.run_sync(segment_column_names, directory)
+    history = schema_history(record)
+    own = next((s for s in history if tuple(s.names) == names), None)
+    if own is None:
+        raise CorruptFileError(
+            f"The segment {str(directory)!r} has the columns {list(names)}, which no schema "
+            f"of the table's history has (the current one: {history[-1].names}).",
+            0,
+        )
+    return own, segment_encryption(encryption, history, names)
 
 
 def sweep_retired(

@@ -40,6 +40,18 @@ Rules of the view:
   takes the newer version (``version=None``) or raises ``ConfigError`` (a numbered version).
   The view holds one descriptor per segment of its version.
 - **Read-only.** Every call that would change a file raises :class:`StreamwriteIOError`.
+- **Segments keep the schema they were written with.** After ``Table.add_columns`` a version
+  may show segments of several schemas of the table's history, each a prefix of the newest
+  (``fs.schema``, the version's schema): an older segment lacks the added columns. Read them
+  as one table by giving the engine that schema or letting it unify by name (as the table
+  directory itself, tested in ``tests/table/test_schema_evolution.py``): pyarrow
+  ``pyarrow.dataset.dataset(path, filesystem=fs, format="parquet", schema=fs.schema)``
+  (missing columns read as nulls); DuckDB ``read_parquet(..., union_by_name=true)``; polars
+  ``pl.scan_parquet(..., schema=..., missing_columns="insert")`` or
+  ``pl.concat(frames, how="diagonal")``. Without that, pyarrow (``pq.read_table``,
+  ``ds.dataset``) and DuckDB take the first file's schema: every row is read, but the added
+  columns are silently dropped when that file is an older segment; polars refuses the files
+  (``SchemaError: extra column in file``). ``streamwrite.read_table`` does it for you.
 
 A bare live-file directory (``data.parquet`` + ``_pm``, no ``_txn``) is shown as
 ``/data.parquet`` at the committed size its ``_pm`` names (``fs.version`` is None).
@@ -59,6 +71,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+import pyarrow as pa
 from fsspec.spec import (  # type: ignore[import-untyped]  # fsspec ships no type hints
     AbstractBufferedFile,
     AbstractFileSystem,
@@ -199,6 +212,8 @@ class SnapshotFileSystem(AbstractFileSystem):  # type: ignore[misc]
     Attributes:
         version: the ``_txn`` version shown (None for a bare live-file directory).
         table_path: the table (or live-file) directory on disk.
+        schema: the Arrow schema of the version shown (None for a bare live-file directory):
+            older segments may lack its last columns (module docstring).
     """
 
     protocol: str | tuple[str, ...] = PROTOCOL
@@ -213,6 +228,7 @@ class SnapshotFileSystem(AbstractFileSystem):  # type: ignore[misc]
         version: int | None,
         files: dict[str, _DataFile],
         protocol: str | None = None,
+        schema: pa.Schema | None = None,
     ) -> None:
         super().__init__()
         if protocol is not None and not _PROTOCOL_NAME.fullmatch(protocol):
@@ -227,6 +243,7 @@ class SnapshotFileSystem(AbstractFileSystem):  # type: ignore[misc]
         self.protocol = protocol
         self.table_path = table_path
         self.version = version
+        self.schema = schema
         self._files = files
         self._children: dict[str, dict[str, dict[str, Any]]] = {"/": {}}
         for name, data_file in sorted(files.items()):
@@ -482,7 +499,7 @@ def _resolve(
                 f"Version {version.version} of the table {str(path)!r} lost a data file "
                 f"({exc}): a released snapshot's segments are not kept."
             ) from exc
-        return SnapshotFileSystem(path, version.version, files, protocol)
+        return SnapshotFileSystem(path, version.version, files, protocol, version.schema)
     if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
         raise ConfigError(
             f"version must be None, an int or a TableSnapshot, got {version!r} for {str(path)!r}."
@@ -536,7 +553,7 @@ def _open_table(path: Path, version: int | None, protocol: str | None) -> Snapsh
                 ) from exc
             snapshot = newer
             continue
-        return SnapshotFileSystem(path, snapshot.version, files, protocol)
+        return SnapshotFileSystem(path, snapshot.version, files, protocol, snapshot.schema)
     raise StreamwriteIOError(
         f"The table {str(path)!r} moved past {_OPEN_ATTEMPTS} versions while its data files "
         "were being opened (compaction with a grace period of 0 s?); try again."

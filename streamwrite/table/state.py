@@ -25,9 +25,10 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from streamwrite.arrow.evolution import widen_table
 from streamwrite.arrow.schema import decode_arrow_schema
 from streamwrite.crypto.decryption import DecryptionConfig
-from streamwrite.errors import CorruptFileError, StreamwriteIOError
+from streamwrite.errors import CorruptFileError, SchemaError, StreamwriteIOError
 from streamwrite.format.sidecar.codec import parquet_footer_checksum
 from streamwrite.format.txn import (
     DATA_FILE,
@@ -148,6 +149,10 @@ class TableSnapshot:
     footer_checksums: tuple[int | None, ...] = field(default=(), compare=False, repr=False)
     """The XXH64 ``_txn`` recorded for each segment's Parquet footer (None: not recorded;
     empty: unknown), in the order of :attr:`files`."""
+    schema: pa.Schema | None = field(default=None, compare=False, repr=False)
+    """The table's Arrow schema at this version (None: unknown, read from ``_txn`` when
+    needed). A segment written before ``Table.add_columns`` lacks the added columns;
+    :meth:`read` gives them nulls there."""
 
     def __post_init__(self) -> None:
         if self._pin is not None:
@@ -167,11 +172,24 @@ class TableSnapshot:
         self, columns: list[str] | None = None, *, decryption: DecryptionConfig | None = None
     ) -> pa.Table:
         """Returns: the rows of this version, partitions in order (``decryption`` holds the
-        keys of an encrypted table).
+        keys of an encrypted table), with the version's schema (or its ``columns``, in that
+        order): a segment written before ``Table.add_columns`` has nulls in the added columns.
 
         Raises:
-            CorruptFileError: a segment is missing, or damaged (as :func:`read_table`).
+            CorruptFileError: a segment is missing, or damaged (as :func:`read_table`), or has
+                columns that are not the table's.
+            SchemaError: ``columns`` names a column the table does not have.
         """
+        schema = self.schema or decode_arrow_schema(read_txn(self.path).schema)
+        target = schema
+        if columns is not None:
+            unknown = [c for c in columns if schema.get_field_index(c) < 0]
+            if unknown:
+                raise SchemaError(
+                    f"The table {str(self.path)!r} has no column {unknown[0]!r} (its columns: "
+                    f"{schema.names})."
+                )
+            target = pa.schema([schema.field(c) for c in columns])
         tables = []
         for index, (name, size) in enumerate(self.files):
             if not (self.path / name).is_dir():
@@ -180,29 +198,31 @@ class TableSnapshot:
             # (its data file is data.parquet, or _data.retired once compaction retired it).
             try:
                 with ParquetFile(self.path / name, snapshot=size, decryption=decryption) as segment:
-                    tables.append(segment.read(columns))
+                    table = _read_as(segment, target, columns is None)
             except CorruptFileError:
-                table = self._read_by_txn_checksum(index, columns, decryption)
-                if table is None:
+                found = self._read_by_txn_checksum(index, target, columns is None, decryption)
+                if found is None:
                     raise
-                tables.append(table)
-        if not tables:
-            schema = decode_arrow_schema(read_txn(self.path).schema)
-            return (
-                schema if columns is None else pa.schema([schema.field(c) for c in columns])
-            ).empty_table()
-        for (name, _), table in zip(self.files, tables, strict=True):
-            if not table.schema.equals(tables[0].schema, check_metadata=False):
+                table = found
+            try:
+                tables.append(widen_table(table, target))
+            except SchemaError as exc:
                 raise CorruptFileError(
-                    f"The segment {name!r} of the table {str(self.path)!r} has the schema "
-                    f"{table.schema}, but {self.files[0][0]!r} has {tables[0].schema}: every "
-                    "segment of a table has the table's schema.",
+                    f"The segment {name!r} of the table {str(self.path)!r} does not fit the "
+                    f"table's schema {schema}: {exc} Every segment has a schema of the "
+                    "table's history, each a prefix of the newest.",
                     0,
-                )
+                ) from exc
+        if not tables:
+            return target.empty_table()
         return pa.concat_tables(tables)
 
     def _read_by_txn_checksum(
-        self, index: int, columns: list[str] | None, decryption: DecryptionConfig | None
+        self,
+        index: int,
+        target: pa.Schema,
+        full: bool,
+        decryption: DecryptionConfig | None,
     ) -> pa.Table | None:
         """The rows of segment ``index`` read from its data file alone, when its ``_pm`` is
         unreadable: inside a table ``_pm`` is no commit point, so a power loss may leave its
@@ -226,7 +246,7 @@ class TableSnapshot:
             if parquet_footer_checksum(footer) != self.footer_checksums[index]:
                 return None
             with ParquetFile(f, snapshot=size, decryption=decryption) as segment:
-                return segment.read(columns)
+                return _read_as(segment, target, full)
 
     def release(self) -> None:
         """Let compaction delete the segments this snapshot reads (idempotent)."""
@@ -240,6 +260,21 @@ class TableSnapshot:
         self.release()
 
 
+def _read_as(segment: ParquetFile, target: pa.Schema, full: bool) -> pa.Table:
+    """The columns of ``target`` that ``segment`` has, all its rows (every column of it when
+    ``target`` is the ``full`` table schema: widening then refuses a column the table does
+    not have); widen the result to ``target`` with
+    :func:`~streamwrite.arrow.evolution.widen_table`."""
+    if full:
+        return segment.read()
+    names = set(segment.schema_arrow.names)
+    present = [name for name in target.names if name in names]
+    if present or not len(target):
+        return segment.read(present)
+    num_rows = segment.metadata.num_rows  # none of the columns: only the row count counts
+    return pa.Table.from_arrays([pa.nulls(num_rows, field.type) for field in target], schema=target)
+
+
 def snapshot_of(
     path: Path, record: TxnRecord, registry: PinRegistry | None = None
 ) -> TableSnapshot:
@@ -251,7 +286,8 @@ def snapshot_of(
         for partition in sorted(record.partitions)
         for segment in record.partitions[partition]
     )
-    return TableSnapshot(path, record.version, files, pin, checksums)
+    schema = decode_arrow_schema(record.schema)
+    return TableSnapshot(path, record.version, files, pin, checksums, schema)
 
 
 def read_snapshot(path: Path) -> TableSnapshot:
