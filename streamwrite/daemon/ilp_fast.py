@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from streamwrite.daemon.errors import BadRequestError
+from streamwrite.daemon.ilp_reference import NAME_ESCAPES, unescape_name
 from streamwrite.daemon.ilp_split import (
     BINARY_DOUBLE,
     C_COMMA,
@@ -53,6 +54,7 @@ __all__ = ["MIN_GROUP_ROWS", "parse_easy_lines"]
 MIN_GROUP_ROWS = 8
 """Shape groups smaller than this are parsed line by line (cheaper than one vectorised group)."""
 HASH = 0x23
+_NAME_ESCAPES = np.array(sorted(NAME_ESCAPES), dtype=np.uint8)
 _BOOL_TOKENS = pa.array([t.decode() for t in TRUE_TOKENS + FALSE_TOKENS])
 # Value class codes (skeleton bytes): 0 = a tag value; Kind values for fields; 20 + suffix for
 # the designated timestamp (0 = no suffix); 30 = binary double.
@@ -60,13 +62,26 @@ _CODE_BINARY = 30
 
 
 def _gather(
-    buf: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]
+    buf: npt.NDArray[np.uint8],
+    starts: npt.NDArray[np.int64],
+    ends: npt.NDArray[np.int64],
+    dropped: npt.NDArray[np.bool_] | None = None,
 ) -> pa.StringArray:
+    """Returns the bytes of each non-empty token as one string array (not validated).
+
+    ``dropped`` marks escaping backslashes to leave out (names and tag values).
+    """
     lengths = ends - starts
     offsets = np.zeros(len(starts) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     total = int(offsets[-1])
     index = np.repeat(starts - offsets[:-1], lengths) + np.arange(total, dtype=np.int64)
+    if dropped is not None and total:
+        keep = ~dropped[index]
+        if not keep.all():
+            kept = np.add.reduceat(keep.astype(np.int64), offsets[:-1])
+            index = index[keep]
+            offsets[1:] = np.cumsum(kept)
     data = buf[index]
     return pa.StringArray.from_buffers(
         len(starts), pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)
@@ -106,7 +121,6 @@ def _easy_lines(
     easy = ends > starts
     easy[easy] = buf[starts[easy]] != HASH
     bad = np.zeros(num_lines + 1, dtype=np.bool_)
-    bad[np.searchsorted(ends, sp.escape_positions)] = True
     # Quotes: openers (even ordinal in the line) right after '=' past the first space; closers
     # followed by ',', ' ' or the line end; an even count per line.
     is_quote = cls == C_QUOTE
@@ -133,12 +147,15 @@ def _easy_lines(
         k = np.searchsorted(q_pos, pos, side="left") - 1
         kk = np.maximum(k, 0)
         inside = (k >= 0) & (q_line[kk] == line_of) & (q_ord[kk] % 2 == 0) & ~is_quote
-        if len(sp.marker_positions):
-            mk = np.searchsorted(q_pos, sp.marker_positions, side="left") - 1
-            mkk = np.maximum(mk, 0)
-            m_line = np.searchsorted(ends, sp.marker_positions)
-            m_inside = (mk >= 0) & (q_line[mkk] == m_line) & (q_ord[mkk] % 2 == 0)
-            bad[m_line[m_inside]] = True
+        # A binary marker or an escape inside a string: that line goes line by line (escapes
+        # are resolved vectorised in names and tag values only).
+        for events in (sp.marker_positions, sp.escape_positions):
+            if len(events):
+                mk = np.searchsorted(q_pos, events, side="left") - 1
+                mkk = np.maximum(mk, 0)
+                m_line = np.searchsorted(ends, events)
+                m_inside = (mk >= 0) & (q_line[mkk] == m_line) & (q_ord[mkk] % 2 == 0)
+                bad[m_line[m_inside]] = True
         keep = ~inside & ~is_quote
         pos, cls, line_of = pos[keep], cls[keep], line_of[keep]
     easy &= ~bad[:num_lines]
@@ -203,6 +220,14 @@ def parse_easy_lines(
     if len(starts):
         nonempty[nonempty] = buf[starts[nonempty]] != HASH
     easy_idx = np.flatnonzero(easy)
+    dropped = None
+    escapes = sp.escape_positions
+    if len(escapes):
+        # An escaping backslash is left out of names and tag values when it escapes one of
+        # NAME_ESCAPES (else it is a literal backslash, as the per-line parser reads it).
+        escapes = escapes[escapes + 1 < len(buf)]
+        dropped = np.zeros(len(buf), dtype=np.bool_)
+        dropped[escapes[np.isin(buf[escapes + 1], _NAME_ESCAPES)]] = True
     slow = [np.flatnonzero(nonempty & ~easy)]
     chunks: list[Chunk] = []
     if len(easy_idx):
@@ -227,7 +252,16 @@ def parse_easy_lines(
             tok_end[:, :-1] = d_pos[d_index]
             tok_end[:, -1] = ends[lines]
             left = _parse_shape(
-                buf, tok_start, tok_end, key & 0xFFFFF, lines, numbers, factor_ns, now_ns, chunks
+                buf,
+                dropped,
+                tok_start,
+                tok_end,
+                key & 0xFFFFF,
+                lines,
+                numbers,
+                factor_ns,
+                now_ns,
+                chunks,
             )
             slow.append(left)
     rest = np.unique(np.concatenate(slow)) if slow else np.zeros(0, dtype=np.int64)
@@ -236,6 +270,7 @@ def parse_easy_lines(
 
 def _parse_shape(
     buf: npt.NDArray[np.uint8],
+    dropped: npt.NDArray[np.bool_] | None,
     tok_start: npt.NDArray[np.int64],
     tok_end: npt.NDArray[np.int64],
     num_tag_delims: int,
@@ -287,6 +322,7 @@ def _parse_shape(
             continue
         ok = _convert_group(
             buf,
+            dropped,
             tok_start[rows],
             tok_end[rows],
             name_cols,
@@ -312,11 +348,15 @@ def _split_by(keys: npt.NDArray[np.int64]) -> list[npt.NDArray[np.int64]]:
 
 
 def _name(buf: npt.NDArray[np.uint8], start: int, end: int) -> str:
-    return bytes(buf[start:end]).decode()
+    raw = bytes(buf[start:end])
+    if b"\\" in raw:
+        raw = unescape_name(raw)
+    return raw.decode()
 
 
 def _convert_group(
     buf: npt.NDArray[np.uint8],
+    dropped: npt.NDArray[np.bool_] | None,
     tok_start: npt.NDArray[np.int64],
     tok_end: npt.NDArray[np.int64],
     name_cols: list[int],
@@ -346,19 +386,17 @@ def _convert_group(
     seen: set[str] = set()
     value_cols = [1 + 2 * t + 1 for t in range(num_tags)] + field_value_cols
     for position, (name, col) in enumerate(zip(names[1:], value_cols, strict=True)):
-        if name in seen:
-            continue
-        seen.add(name)
+        # Every value is checked; of a name repeated in the line, the first one is kept.
         starts, ends = tok_start[:, col], tok_end[:, col]
         if position < num_tags:
-            kind, (values, valid) = Kind.TAG, _strings(buf, starts, ends)
-            valid &= (
-                buf[starts] != EQUALS
-            )  # a binary marker in a tag value: the slow path refuses it
+            kind, (values, valid) = Kind.TAG, _strings(buf, starts, ends, dropped)
+            valid &= buf[starts] != EQUALS  # a binary marker in a tag value: refused line by line
         else:
             kind, values, valid = _field(buf, starts, ends, int(codes[position - num_tags]))
         ok &= valid
-        columns.append(ChunkColumn(name, position, kind, None, values))
+        if name not in seen:
+            seen.add(name)
+            columns.append(ChunkColumn(name, position, kind, None, values))
     if has_ts:
         starts, ends = tok_start[:, -1], tok_end[:, -1]
         code = int(codes[-1])
@@ -385,9 +423,12 @@ def _convert_group(
 
 
 def _strings(
-    buf: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]
+    buf: npt.NDArray[np.uint8],
+    starts: npt.NDArray[np.int64],
+    ends: npt.NDArray[np.int64],
+    dropped: npt.NDArray[np.bool_] | None = None,
 ) -> tuple[pa.Array, npt.NDArray[np.bool_]]:
-    values = _gather(buf, starts, ends)
+    values = _gather(buf, starts, ends, dropped)
     try:
         values.validate(full=True)
     except pa.ArrowInvalid:
