@@ -54,6 +54,10 @@ __all__ = ["MIN_GROUP_ROWS", "parse_easy_lines"]
 MIN_GROUP_ROWS = 8
 """Shape groups smaller than this are parsed line by line (cheaper than one vectorised group)."""
 HASH = 0x23
+_PAIR_OK = np.zeros(64, dtype=np.bool_)
+_PAIR_OK[[0 * 8 + C_COMMA, 0 * 8 + C_SPACE, C_COMMA * 8 + C_EQUALS]] = True
+_PAIR_OK[[C_EQUALS * 8 + C_COMMA, C_EQUALS * 8 + C_SPACE, C_SPACE * 8 + C_EQUALS]] = True
+"""Allowed (previous delimiter class, delimiter class) pairs; class 0 is the line start."""
 _NAME_ESCAPES = np.array(sorted(NAME_ESCAPES), dtype=np.uint8)
 _BOOL_TOKENS = pa.array([t.decode() for t in TRUE_TOKENS + FALSE_TOKENS])
 # Value class codes (skeleton bytes): 0 = a tag value; Kind values for fields; 20 + suffix for
@@ -144,7 +148,9 @@ def _easy_lines(
         nxt = buf[np.minimum(after, len(buf) - 1)]
         bad[c_line[~at_end & (nxt != COMMA) & (nxt != SPACE)]] = True
         # Specials inside a string (after an opener of the same line) are not delimiters.
-        k = np.searchsorted(q_pos, pos, side="left") - 1
+        quote_at = np.full(len(pos), -1, dtype=np.int64)
+        quote_at[is_quote] = np.arange(len(q_pos))
+        k = np.maximum.accumulate(quote_at)
         kk = np.maximum(k, 0)
         inside = (k >= 0) & (q_line[kk] == line_of) & (q_ord[kk] % 2 == 0) & ~is_quote
         # A binary marker or an escape inside a string: that line goes line by line (escapes
@@ -159,48 +165,38 @@ def _easy_lines(
         keep = ~inside & ~is_quote
         pos, cls, line_of = pos[keep], cls[keep], line_of[keep]
     easy &= ~bad[:num_lines]
-    # Delimiter order: k < s1 -> ',' '=' ...; k == s1 space; then '=' ',' ...; s2 space last.
-    first_idx = np.searchsorted(line_of, np.arange(num_lines), side="left")
-    num_delims = np.diff(np.append(first_idx, len(pos)))
-    ordinal = np.arange(len(pos)) - first_idx[line_of]
-    is_space = cls == C_SPACE
-    space_ord = ordinal[is_space]
-    space_line = line_of[is_space]
-    num_spaces = np.bincount(space_line, minlength=num_lines)
-    s1 = np.full(num_lines, -1, dtype=np.int64)
-    first_space_of_line = np.ones(len(space_line), dtype=np.bool_)
-    first_space_of_line[1:] = space_line[1:] != space_line[:-1]
-    s1[space_line[first_space_of_line]] = space_ord[first_space_of_line]
-    s1_of = s1[line_of]
-    before = ordinal < s1_of
-    expected = np.where(
-        before,
-        np.where(ordinal % 2 == 0, C_COMMA, C_EQUALS),
-        np.where((ordinal - s1_of) % 2 == 1, C_EQUALS, C_COMMA),
-    )
-    second_space = is_space & (ordinal > s1_of)
-    expected[ordinal == s1_of] = C_SPACE
-    last_is_space = (
-        second_space & (ordinal == num_delims[line_of] - 1) & ((ordinal - s1_of) % 2 == 0)
-    )
-    wrong = (expected != cls) & ~last_is_space
-    easy &= np.bincount(line_of[wrong], minlength=num_lines) == 0
-    easy &= (num_spaces == 1) | (num_spaces == 2)
-    easy &= (s1 >= 0) & (s1 % 2 == 0)
-    # Fields present and complete: after s1 the count of delimiters up to the end (or s2) is odd.
-    fields_end = np.where(num_spaces == 2, num_delims - 1, num_delims)
-    easy &= ((fields_end - s1) % 2 == 0) & (fields_end - s1 >= 2)
+    # Delimiter order (line = table (,k=v)* ' ' k=v (,k=v)* [' ' ts]), checked pairwise: from the
+    # line start ',' or ' '; after ',' '='; after '=' ',' or ' '; after the first ' ' '='; then
+    # per line one space ending on '=' or two spaces ending on the second.
+    if not len(pos):
+        return easy & False, pos, cls, line_of
+    first_of_line = np.empty(len(pos), dtype=np.bool_)
+    first_of_line[0] = True
+    np.not_equal(line_of[1:], line_of[:-1], out=first_of_line[1:])
+    prev_cls = np.empty(len(pos), dtype=np.uint8)
+    prev_cls[0] = 0
+    prev_cls[1:] = cls[:-1]
+    prev_cls[first_of_line] = 0
+    wrong = ~_PAIR_OK[prev_cls * np.uint8(8) + cls]
     # No empty token: every delimiter is more than one byte past the previous boundary.
-    prev = np.empty(len(pos), dtype=np.int64)
-    prev[1:] = pos[:-1]
-    first_of_line = ordinal == 0
-    prev[first_of_line] = starts[line_of[first_of_line]] - 1
-    empty = pos - prev <= 1
-    easy &= np.bincount(line_of[empty], minlength=num_lines) == 0
-    last = np.zeros(num_lines, dtype=np.int64)
-    has = num_delims > 0
-    last[has] = pos[first_idx[has] + num_delims[has] - 1]
-    easy &= ~has | (ends - last > 1)
+    prev_pos = np.empty(len(pos), dtype=np.int64)
+    prev_pos[1:] = pos[:-1]
+    prev_pos[first_of_line] = starts[line_of[first_of_line]] - 1
+    wrong |= pos - prev_pos <= 1
+    easy &= np.bincount(line_of[wrong], minlength=num_lines) == 0
+    is_space = cls == C_SPACE
+    num_spaces = np.bincount(line_of[is_space], minlength=num_lines)
+    last_index = np.empty(len(pos), dtype=np.bool_)
+    last_index[-1] = True
+    last_index[:-1] = first_of_line[1:]
+    last_cls = np.zeros(num_lines, dtype=np.uint8)
+    last_pos = np.zeros(num_lines, dtype=np.int64)
+    last_cls[line_of[last_index]] = cls[last_index]
+    last_pos[line_of[last_index]] = pos[last_index]
+    easy &= ((num_spaces == 1) & (last_cls == C_EQUALS)) | (
+        (num_spaces == 2) & (last_cls == C_SPACE)
+    )
+    easy &= ends - last_pos > 1
     return easy, pos, cls, line_of
 
 
@@ -453,9 +449,9 @@ def _integers(
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
     """Parses ``-?[0-9]+`` tokens (no sign unless ``negative``); rows that fail are not valid.
 
-    Up to 19 digits: the 24 bytes ending at each token are copied (one row of a sliding window
-    each), the bytes before the digits set to '0', and read 8 digits per uint64 (SWAR); longer
-    tokens (leading zeros) go through Arrow's cast.
+    Up to 19 digits: the 8, 16 or 24 bytes ending at each token are copied (one row of a sliding
+    window each), the bytes before the digits set to '0', and read 8 digits per uint64 (SWAR);
+    longer tokens (leading zeros) go through Arrow's cast.
     """
     num_rows = len(starts)
     if not num_rows:
@@ -468,17 +464,20 @@ def _integers(
     valid = digits_len > 0
     if not negative:
         valid &= ~neg
-    padded = np.concatenate([np.full(24, 48, dtype=np.uint8), buf])
-    window = np.lib.stride_tricks.sliding_window_view(padded, 24)[ends]
-    if int(digits_len.min()) < 24:
-        window[np.arange(24)[None, :] < (24 - digits_len)[:, None]] = 48
+    width = max(8, 8 * ((int(digits_len.max()) + 7) // 8))
+    padded = np.concatenate([np.full(width, 48, dtype=np.uint8), buf])
+    window = np.lib.stride_tricks.sliding_window_view(padded, width)[ends]
+    if int(digits_len.min()) < width:
+        window[np.arange(width)[None, :] < (width - digits_len)[:, None]] = 48
     words = np.ascontiguousarray(window).view("<u8")
     digit_bytes = words - np.uint64(0x3030303030303030)
     bad = (digit_bytes | (words + np.uint64(0x4646464646464646))) & np.uint64(0x8080808080808080)
     valid &= ~bad.any(axis=1)
     parts = _swar8(words)
-    values = parts[:, 0] * np.uint64(10**16) + parts[:, 1] * np.uint64(10**8) + parts[:, 2]
-    # 24 digits can exceed uint64: a nonzero first part above 1844 wrapped; 19 digits never do.
+    values = parts[:, 0]
+    for w in range(1, width // 8):
+        values = values * np.uint64(10**8) + parts[:, w]
+    # At most 19 digits: no uint64 overflow.
     valid &= (values <= np.uint64(INT64_MAX)) | (neg & (values == np.uint64(INT64_MAX + 1)))
     signed = values.astype(np.int64)
     return np.where(neg, -signed, signed), valid
