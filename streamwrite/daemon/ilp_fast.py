@@ -79,6 +79,16 @@ def _gather(
     offsets = np.zeros(len(starts) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     total = int(offsets[-1])
+    width = int(lengths.max()) if len(starts) else 0
+    if dropped is None and 0 < width <= 32:
+        # Short tokens: one row of a sliding window each, then the bytes of each token.
+        padded = np.concatenate([buf, np.zeros(width, dtype=np.uint8)])
+        rows = np.lib.stride_tricks.sliding_window_view(padded, width)[starts]
+        if int(lengths.min()) < width:
+            rows = rows[np.arange(width)[None, :] < lengths[:, None]]
+        return pa.StringArray.from_buffers(
+            len(starts), pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(rows.reshape(-1))
+        )
     index = np.repeat(starts - offsets[:-1], lengths) + np.arange(total, dtype=np.int64)
     if dropped is not None and total:
         keep = ~dropped[index]
@@ -238,6 +248,9 @@ def parse_easy_lines(
         shape = (num_delims << 20) | tag_delims[easy_idx]
         for rows in _split_by(shape):
             lines = easy_idx[rows]
+            if len(rows) < MIN_GROUP_ROWS:  # a rare layout: cheaper line by line
+                slow.append(lines)
+                continue
             key = int(shape[rows[0]])
             num_tokens = (key >> 20) + 1
             d_index = first_idx[rows][:, None] + np.arange(num_tokens - 1)
@@ -286,6 +299,7 @@ def _parse_shape(
     name_cols += [field_start + 2 * f for f in range(num_fields)]
     field_value_cols = [field_start + 2 * f + 1 for f in range(num_fields)]
     key_parts = []
+    same = True
     padded = np.concatenate([buf, np.zeros(MAX_NAME_SIZE, dtype=np.uint8)])
     windows = np.lib.stride_tricks.sliding_window_view(padded, MAX_NAME_SIZE)
     for c in name_cols:
@@ -297,6 +311,7 @@ def _parse_shape(
         if int(lengths.min()) < width:
             mat = np.where(np.arange(width) < lengths[:, None], mat, 0).astype(np.uint8)
         key_parts += [lengths.astype("<i8").view(np.uint8).reshape(-1, 8), mat]
+        same = same and bool((lengths == lengths[0]).all() and (mat == mat[0]).all())
     codes = np.empty((num_lines, num_fields + 1), dtype=np.uint8)
     for f, c in enumerate(field_value_cols):
         codes[:, f] = _value_codes(buf, tok_start[:, c], tok_end[:, c])
@@ -305,10 +320,10 @@ def _parse_shape(
         codes[:, -1] = np.where((last >= 0x30) & (last <= 0x39), 0, last)
     else:
         codes[:, -1] = 0
-    key = np.hstack([*key_parts, codes])
-    if (key == key[0]).all():
+    if same and (codes == codes[0]).all():
         groups = [np.arange(num_lines)]
     else:
+        key = np.hstack([*key_parts, codes])
         _, inverse = np.unique(key, axis=0, return_inverse=True)
         groups = _split_by(inverse.reshape(-1))
     left = []
@@ -467,7 +482,10 @@ def _integers(
     width = max(8, 8 * ((int(digits_len.max()) + 7) // 8))
     padded = np.concatenate([np.full(width, 48, dtype=np.uint8), buf])
     window = np.lib.stride_tricks.sliding_window_view(padded, width)[ends]
-    if int(digits_len.min()) < width:
+    shortest = int(digits_len.min())
+    if shortest == int(digits_len.max()):
+        window[:, : width - shortest] = 48
+    else:
         window[np.arange(width)[None, :] < (width - digits_len)[:, None]] = 48
     words = np.ascontiguousarray(window).view("<u8")
     digit_bytes = words - np.uint64(0x3030303030303030)
