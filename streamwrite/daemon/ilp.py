@@ -87,13 +87,12 @@ class IlpParser:
         self._buffer += data
         if b"\n" not in data and b"\r" not in data:
             return []
-        body = bytes(self._buffer)
-        sp = find_specials(body, self._resume, final=False)
+        sp = find_specials(self._buffer, self._resume, final=False)
         self._resume = sp.resume
         if not len(sp.line_ends):
             return []
         cut = int(sp.next_starts[-1])
-        batches = self._parse(body[:cut])
+        batches = self._parse(bytes(self._buffer[:cut]))
         del self._buffer[:cut]
         self._resume = max(self._resume, cut) - cut
         return batches

@@ -49,15 +49,16 @@ class Specials:
     """Where the scan resumes when more bytes arrive."""
 
 
-def find_specials(body: bytes, start: int, final: bool) -> Specials:
+def find_specials(body: bytes | bytearray, start: int, final: bool) -> Specials:
     """Returns the specials of ``body[start:]`` under the splitting rules.
 
-    ``start`` must be a position the scan visits (a line start, or a previous ``resume``).
-    Without ``final`` a CR at the very end is not yet a line end (an LF may follow).
+    ``start`` must be a position the scan visits (a line start, or a previous ``resume``);
+    only ``body[start:]`` is read (so an incremental caller pays for its new bytes only).
+    Without ``final`` a CR at the very end is not yet a line end (an LF may follow). No
+    returned array is a view of ``body`` (a bytearray may be resized afterwards).
     """
     size = len(body)
-    classes_all = np.frombuffer(body.translate(_CLASS_TABLE), dtype=np.uint8)
-    view = classes_all[start:]
+    view = np.frombuffer(body[start:].translate(_CLASS_TABLE), dtype=np.uint8)
     positions = np.flatnonzero(view != 0) + start  # on a bool array: 3x faster
     classes = view[positions - start]
     buf = np.frombuffer(body, dtype=np.uint8)
