@@ -147,7 +147,10 @@ def _easy_lines(
         opener = q_ord % 2 == 0
         sp_pos, sp_line = pos[cls == C_SPACE], line_of[cls == C_SPACE]
         first_space = np.full(num_lines + 1, np.iinfo(np.int64).max, dtype=np.int64)
-        np.minimum.at(first_space, sp_line, sp_pos)
+        if len(sp_line):  # specials are sorted: a line's first space is where its line starts
+            first = np.ones(len(sp_line), dtype=np.bool_)
+            np.not_equal(sp_line[1:], sp_line[:-1], out=first[1:])
+            first_space[sp_line[first]] = sp_pos[first]
         o_pos = q_pos[opener]
         bad[q_line[opener][(buf[o_pos - 1] != EQUALS) | (o_pos < first_space[q_line[opener]])]] = (
             True
