@@ -48,6 +48,21 @@ class Specials:
     resume: int
     """Where the scan resumes when more bytes arrive."""
 
+    def head(self, cut: int) -> Specials:
+        """Returns the specials of ``body[:cut]`` (``cut``: a line start after a line end)."""
+        keep = self.positions < cut
+        num_ends = int(np.searchsorted(self.line_ends, cut))
+        return Specials(
+            self.positions[keep],
+            self.classes[keep],
+            self.escape_positions[self.escape_positions < cut],
+            self.marker_positions[self.marker_positions < cut],
+            self.line_of[keep],
+            self.line_ends[:num_ends],
+            self.next_starts[:num_ends],
+            cut,
+        )
+
 
 def find_specials(body: bytes | bytearray, start: int, final: bool) -> Specials:
     """Returns the specials of ``body[start:]`` under the splitting rules.
