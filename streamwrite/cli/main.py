@@ -362,6 +362,22 @@ def _compact_run(path: Path, policy: streamwrite.CompactionPolicy, args: argpars
     return EXIT_OK
 
 
+def _serve(args: argparse.Namespace) -> int:
+    from streamwrite import daemon
+
+    overrides = list(args.set)
+    for flag, key in (
+        ("data_root", "data_root"),
+        ("http_listen", "http.listen"),
+        ("flight_listen", "flight.listen"),
+    ):
+        value = getattr(args, flag)
+        if value is not None:
+            overrides.append(f"{key}={json.dumps(value)}")
+    daemon.run(daemon.load_config(args.config, overrides=overrides))
+    return EXIT_OK
+
+
 def _parser() -> argparse.ArgumentParser:
     raw = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
@@ -381,6 +397,7 @@ def _parser() -> argparse.ArgumentParser:
         ("verify", "check every page, CRC, statistic, page index and bloom filter"),
         ("recover", "report (and with --apply do) recovery of a live file or table"),
         ("compact", "merge a table's small segments (takes the table's lock; --status does not)"),
+        ("serve", "run the ingest daemon: ILP over HTTP and Arrow Flight into tables"),
     )
     made = {
         name: sub.add_parser(
@@ -401,6 +418,16 @@ def _parser() -> argparse.ArgumentParser:
     compact.add_argument("--target-rows", type=int, help="rows per merged row group")
     compact.add_argument("--grace", type=float, help="seconds old segments stay for readers")
     compact.add_argument("--json", action="store_true", help="print JSON")
+    serve = made["serve"]
+    serve.add_argument("--config", help="the daemon's TOML file (streamwrite.daemon.config)")
+    serve.add_argument("--data-root", help="the directory of the tables (data_root)")
+    serve.add_argument("--http-listen", help="host:port of ILP over HTTP (http.listen)")
+    serve.add_argument("--flight-listen", help="host:port of Arrow Flight (flight.listen)")
+    serve.add_argument(
+        "--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+        help="any other setting (a TOML value); flags win over the file and STREAMWRITE_*",
+    )  # fmt: skip
+    serve.set_defaults(run=_serve)
     for name in ("inspect", "verify", "recover", "compact"):
         add_key_options(made[name])
     made["inspect"].set_defaults(run=_inspect)

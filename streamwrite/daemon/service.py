@@ -29,6 +29,7 @@ when its first attempt committed within ``ilp.dedup_window_seconds``; ``app_id``
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -246,13 +247,15 @@ class IngestService:
 
     def _table_options(self) -> dict[str, Any]:
         engine = self.config.engine
-        return {
+        options: dict[str, Any] = {
             "executor": self.executor,
             "commit_interval": engine["commit_interval_seconds"] or None,
             "compaction_interval": engine["compaction_interval_seconds"] or None,
             "segment_row_groups": engine["segment_row_groups"],
-            "dedup_window": self.config.ilp["dedup_window_seconds"],
         }
+        if self.config.ilp["dedup_window_seconds"]:
+            options["dedup_window"] = self.config.ilp["dedup_window_seconds"]
+        return options
 
     async def _run_table(
         self,
@@ -386,9 +389,18 @@ class IngestService:
             handle.num_pending += 1
             self.metrics.queue_depth.labels(name).set(handle.num_pending)
         pending = PendingWrite(self, handle, ticket, rows.num_rows, num_bytes)
-        if not ticket.done:
-            await self._call(table.flush(), name)
+        if not ticket.done and self._task_group is not None:
+            self._task_group.start_soon(self._request_commit, table)
         return pending
+
+    @staticmethod
+    async def _request_commit(table: streamwrite.Table) -> None:
+        """Commit now what a write appended, without making the writer wait: a Flight stream
+        submits its next batch while this one commits (pipelined), and writes arriving
+        meanwhile share the commit (grouped). A failure reaches the writes through their
+        tickets (the table is poisoned), so it is not raised here."""
+        with contextlib.suppress(StreamwriteError):
+            await table.flush()
 
     async def _call(self, step: Awaitable[T], name: str) -> T:
         """Run a table call, mapping its errors: bad rows 400, a failed table 500."""
@@ -431,6 +443,17 @@ class IngestService:
             return await anyio.to_thread.run_sync(lambda: snapshot.read(columns=columns))
         except (KeyError, SchemaError) as exc:
             raise BadRequestError(f"table: {name}; {exc}") from exc
+
+    async def timestamp_column(self, name: str) -> str | None:
+        """The designated timestamp column of table ``name`` (None: it has none).
+
+        Raises:
+            NotFoundError: no such table.
+        """
+        handle = await self._open(name)
+        if handle is None:
+            raise NotFoundError(f"table does not exist [table={name}].")
+        return handle.table.timestamp
 
     @property
     def num_pending(self) -> int:

@@ -73,6 +73,10 @@ keys as format 3)::
                                           segments replaced by compaction, and when (Unix
                                           seconds): deleted once no reader can need them
       "applied": {"job-1": 17, ...},      highest batch id committed per app id
+      "dedup": ["_dedup.17", 40960],      optional: the table's dedup log and its committed
+                                          size (format/dedup.py); absent until a commit
+                                          carries a dedup key (such records encode exactly
+                                          as without the feature)
       "crc32": 3735928559                 CRC32 of the record serialized without this key
     }
 
@@ -108,6 +112,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from streamwrite.errors import CorruptFileError
+from streamwrite.format.dedup import is_dedup_log_name
 
 __all__ = [
     "DATA_FILE",
@@ -119,6 +124,7 @@ __all__ = [
     "TXN_FILE",
     "UNPARTITIONED",
     "UNPARTITIONED_COLUMN",
+    "DedupLog",
     "Retired",
     "Segment",
     "TxnRecord",
@@ -192,6 +198,14 @@ class Retired:
 
 
 @dataclass(frozen=True, slots=True)
+class DedupLog:
+    """The table's dedup log (``_dedup.<version>``) and its committed size in bytes."""
+
+    name: str
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
 class TxnRecord:
     """One version of the table transaction record."""
 
@@ -205,6 +219,8 @@ class TxnRecord:
     format_version: int = FORMAT_VERSION
     """4; 2 or 3 for a record read from a table not migrated yet (format 2: partitions named
     by value)."""
+    dedup: DedupLog | None = None
+    """The dedup log and its committed size (None: no commit carried a dedup key)."""
 
     def is_applied(self, app_id: str, batch_id: int) -> bool:
         """True when ``(app_id, batch_id)`` was committed before (or an earlier batch id)."""
@@ -343,6 +359,8 @@ def encode_txn_payload(record: TxnRecord) -> bytes:
             f"migrate it to version {FORMAT_VERSION} first."
         )
     body = _body(record)
+    if record.dedup is not None:  # optional: absent, the record encodes as before dedup keys
+        body["dedup"] = [record.dedup.name, record.dedup.size]
     body["crc32"] = zlib.crc32(_dumps(body))
     return _dumps(body)
 
@@ -526,6 +544,7 @@ def _decode_json(data: bytes, formats: tuple[int, ...]) -> TxnRecord:
             applied={str(k): int(v) for k, v in body["applied"].items()},
             retired=tuple(Retired(str(path), float(since)) for path, since in body["retired"]),
             format_version=int(format_version),
+            dedup=None if body.get("dedup") is None else DedupLog(*body["dedup"]),
         )
         _check(record)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -547,6 +566,15 @@ def _check(record: TxnRecord) -> None:
             raise ValueError(f"partition {partition!r} has a negative size")
         if any(not 0 <= (segment.footer_xxh64 or 0) < 2**64 for segment in segments):
             raise ValueError(f"partition {partition!r} has a footer checksum out of range")
+    dedup = record.dedup
+    if dedup is not None and (
+        not isinstance(dedup.name, str)
+        or not is_dedup_log_name(dedup.name)
+        or isinstance(dedup.size, bool)
+        or not isinstance(dedup.size, int)
+        or dedup.size < 0
+    ):
+        raise ValueError(f"the dedup log entry {[dedup.name, dedup.size]!r} is not allowed")
     for retired in record.retired:
         partition, _, name = retired.path.partition("/")
         if not _PARTITION.fullmatch(partition) or segment_number(name) is None:

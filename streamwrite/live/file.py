@@ -636,11 +636,11 @@ class LiveFile:
         await self.close()
 
 
-def sync_live_files(files: Sequence[LiveFile]) -> list[Commit]:
+def sync_live_files(files: Sequence[LiveFile], extra: Sequence[SyncCall] = ()) -> list[Commit]:
     """The sync round of a table commit (blocking; run it in a worker thread): make the
     commits :meth:`LiveFile._write_encoded` left pending in ``files`` durable (``fdatasync`` of
     each ``data.parquet`` and ``_pm``, all at once: :func:`streamwrite.io.local.run_sync_round`)
-    and acknowledge them.
+    and acknowledge them. ``extra`` calls join the round (the table's dedup log).
 
     Returns:
         The commits, one per file.
@@ -653,7 +653,7 @@ def sync_live_files(files: Sequence[LiveFile]) -> list[Commit]:
     try:
         for live in files:
             calls += live._pending_sync_calls()
-        failed = run_sync_round(calls)
+        failed = run_sync_round([*calls, *extra])
         if failed:
             raise StreamwriteIOError(
                 f"The sync round of a table commit failed: {'; '.join(failed)}."

@@ -38,6 +38,7 @@ One process writes a table at a time (``flock`` on ``_lock``).
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,7 @@ from streamwrite.format.txn import TXN_FILE, TxnRecord, decode_txn
 from streamwrite.options import CompactionPolicy, make_write_options
 from streamwrite.pool.executor import Executor, InlineExecutor
 from streamwrite.table.core import Table
+from streamwrite.table.dedup import DEFAULT_DEDUP_WINDOW, DedupLogFile, check_dedup_window
 from streamwrite.table.pipeline import CommitTicket
 from streamwrite.table.recovery import TableLock, recover_segments
 from streamwrite.table.state import (
@@ -97,6 +99,7 @@ async def open_table(
     lock_timeout: float = 0.0,
     max_in_flight: int = 64,
     encryption: FileEncryption | None = None,
+    dedup_window: float = DEFAULT_DEDUP_WINDOW,
     **write_options: Any,
 ) -> Table:
     """Create the table at ``path`` (a directory) or reopen it, recovering first.
@@ -132,6 +135,10 @@ async def open_table(
             ``aad_file_unique``; data keys come from the key source, see
             :class:`~streamwrite.crypto.encryption.FileEncryption`). Reopening an encrypted table
             needs it again (its key source unwraps the partitions' keys).
+        dedup_window: seconds an append's ``dedup_key`` is remembered after its commit
+            (:meth:`Table.append`; default 15 minutes): the table keeps the keys in a log
+            beside ``_txn`` (``_dedup.<version>``) and in memory (140-350 bytes a key). 0 turns
+            deduplication off (keys are ignored; the log is neither read nor written).
         write_options: as for :func:`streamwrite.write_table`.
 
     Returns:
@@ -139,7 +146,8 @@ async def open_table(
 
     Raises:
         ConfigError: bad options, no schema for a new table, a schema that does not match.
-        CorruptFileError: a segment is behind the table's ``_txn``, or missing.
+        CorruptFileError: a segment is behind the table's ``_txn``, or missing; the dedup log
+            ``_txn`` names is missing, short or damaged (``dedup_window=0`` opens anyway).
         EncryptionError: an encrypted partition reopened without ``encryption``.
         StreamwriteIOError: another process (or open) writes the table.
     """
@@ -170,6 +178,7 @@ async def open_table(
         )
     if isinstance(max_in_flight, bool) or not isinstance(max_in_flight, int) or max_in_flight < 1:
         raise ConfigError(f"max_in_flight must be a positive integer, got {max_in_flight!r}.")
+    dedup_window = check_dedup_window(dedup_window)
     if not 1 <= segment_row_groups <= MAX_SEGMENT_ROW_GROUPS:
         raise ConfigError(
             f"segment_row_groups must be 1..{MAX_SEGMENT_ROW_GROUPS}, got {segment_row_groups!r}."
@@ -205,6 +214,7 @@ async def open_table(
             encryption,
             lock,
             write_options,
+            dedup_window,
         )
     except BaseException:
         lock.release()
@@ -221,6 +231,7 @@ async def _open_locked(
     encryption: FileEncryption | None,
     lock: TableLock,
     write_options: dict[str, Any],
+    dedup_window: float = DEFAULT_DEDUP_WINDOW,
 ) -> Table:
     txn_path = directory / TXN_FILE
     if txn_path.exists():
@@ -243,6 +254,11 @@ async def _open_locked(
             schema=encode_arrow_schema(schema), timestamp=timestamp, partition_by=partition_by
         )
         await anyio.to_thread.run_sync(write_txn, directory, record)
+    dedup = None
+    if dedup_window > 0:  # the keys within the window, the log cut to its committed size
+        dedup = await anyio.to_thread.run_sync(
+            DedupLogFile.open, directory, record, dedup_window, time.time()
+        )
     table = Table(
         directory,
         record,
@@ -253,6 +269,7 @@ async def _open_locked(
         write_options,
         encryption,
         lock,
+        dedup,
     )
     await table.sweep_retired()  # no snapshot of this process pins anything yet
     return table

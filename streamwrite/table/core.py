@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, overload
 
@@ -35,6 +36,7 @@ from streamwrite.layout.table import CommitPolicy, TableMachine, TableState
 from streamwrite.live.file import EncodedRowGroup, LiveFile, open_live_file, sync_live_files
 from streamwrite.options import make_write_options
 from streamwrite.pool.executor import Executor
+from streamwrite.table.dedup import DedupLogFile, check_dedup_key, dedup_keys
 from streamwrite.table.pipeline import CommitPipeline, CommitTicket, Unit, applied_ids
 from streamwrite.table.recovery import TableLock, segment_numbers, sweep_retired
 from streamwrite.table.state import (
@@ -69,6 +71,7 @@ class Table:
         write_options: dict[str, Any],
         encryption: FileEncryption | None,
         lock: TableLock,
+        dedup: DedupLogFile | None = None,
     ) -> None:
         self.path = path
         self.schema = schema
@@ -122,6 +125,8 @@ class Table:
         """Tickets, the open group and the units in flight (:mod:`.pipeline`)."""
         self.pins = PinRegistry()
         self.metrics = TableMetrics()
+        self._dedup = dedup
+        """The dedup keys committed within the window and their log (None: dedup_window=0)."""
 
     # -- buffering --------------------------------------------------------------------------
 
@@ -223,6 +228,7 @@ class Table:
         batch_id: int | None = None,
         on_stale: str = "error",
         wait: Literal[True] = True,
+        dedup_key: bytes | None = None,
     ) -> TableCommit | None: ...
 
     @overload
@@ -234,6 +240,7 @@ class Table:
         batch_id: int | None = None,
         on_stale: str = "error",
         wait: Literal[False],
+        dedup_key: bytes | None = None,
     ) -> CommitTicket: ...
 
     async def append(
@@ -244,6 +251,7 @@ class Table:
         batch_id: int | None = None,
         on_stale: str = "error",
         wait: bool = True,
+        dedup_key: bytes | None = None,
     ) -> TableCommit | CommitTicket | None:
         """Add rows. With ``app_id`` and ``batch_id`` the rows (and anything buffered) are
         committed now, exactly once. The last batch id committed for that app id again is a
@@ -261,6 +269,18 @@ class Table:
         from many tasks while a commit is in flight share the next one (group commit). An
         append waits while ``max_in_flight`` appends are accepted and not yet durable.
 
+        With ``dedup_key`` (8..64 bytes, e.g. a digest of a request; not with ``app_id``) the
+        append is idempotent within the table's ``dedup_window`` (:func:`open_table`): if an
+        append with the same key was committed less than ``dedup_window`` seconds before this
+        one is accepted (the writer's wall clock at that commit and now), this one writes
+        nothing and its commit has ``skipped=True``; so does an append whose key is in flight
+        (accepted, not yet durable: it resolves when that one does, or raises its error), and
+        the same key twice in one group commit is written once. A key is remembered exactly
+        when its rows are committed (its record in the table's dedup log is synced with the
+        segments, before the ``_txn`` publish), across reopens and crashes. Past the window
+        the same key is written again. With ``dedup_window=0`` keys are checked and ignored.
+        The key does not change when rows are committed (the commit policy decides).
+
         Returns:
             ``wait=False``: the ticket. Otherwise the commit when this call committed (or
             skipped) one, else None (the rows wait for the commit policy; inside
@@ -268,8 +288,9 @@ class Table:
 
         Raises:
             ConfigError: ``app_id`` without ``batch_id`` (or the reverse), a negative or
-                non-integer ``batch_id``, ``on_stale`` not ``"error"`` or ``"skip"``, or
-                ``wait`` not a bool: nothing is buffered.
+                non-integer ``batch_id``, ``on_stale`` not ``"error"`` or ``"skip"``,
+                ``wait`` not a bool, a ``dedup_key`` that is not 8..64 bytes or comes with
+                ``app_id``: nothing is buffered.
             StaleBatchError: ``batch_id`` is below the last one committed (or in flight) for
                 ``app_id``.
             SchemaError: the data does not match the table schema, or holds a value its
@@ -281,12 +302,15 @@ class Table:
         batch_id = check_batch_id(app_id, batch_id, on_stale)
         if not isinstance(wait, bool):
             raise ConfigError(f"wait must be True or False, got {wait!r}.")
+        check_dedup_key(dedup_key, app_id)
+        if self._dedup is None:
+            dedup_key = None  # dedup_window=0: deduplication is off
         table = as_table(data, self.schema, "the table")
         check_values(table, self.parquet_schema)  # refused whole, before any of it is buffered
         await self._pipeline.wait_for_room()
         # Once accepted, a batch is buffered whole: cancellation waits for that.
         with anyio.CancelScope(shield=True):
-            ticket, due = await self._accept(table, app_id, batch_id, on_stale)
+            ticket, due = await self._accept(table, app_id, batch_id, on_stale, dedup_key)
         if due and app_id is None:  # the policy cuts a commit here
             await self._pipeline.take_now()
         if not wait:
@@ -296,7 +320,12 @@ class Table:
         return None
 
     async def _accept(
-        self, table: pa.Table, app_id: str | None, batch_id: int | None, on_stale: str
+        self,
+        table: pa.Table,
+        app_id: str | None,
+        batch_id: int | None,
+        on_stale: str,
+        dedup_key: bytes | None = None,
     ) -> tuple[CommitTicket, bool]:
         """Buffer ``table`` whole (lock held) and join the open group.
 
@@ -318,6 +347,12 @@ class Table:
                 if skipped is not None:
                     self.metrics.batches_skipped += 1
                     return skipped, False
+            if dedup_key is not None and self._dedup is not None:
+                remembered = self._dedup.remembered(dedup_key, time.time())
+                skipped = self._pipeline.decide_key(self._machine.record, dedup_key, remembered)
+                if skipped is not None:
+                    self.metrics.appends_deduplicated += 1
+                    return skipped, False
             record = self._machine.record
             try:
                 for name, rows in split_by_partition(table, record.timestamp, record.partition_by):
@@ -335,7 +370,7 @@ class Table:
             self.metrics.bytes_appended += table.nbytes
             self.metrics.rows_buffered = self._machine.buffered_rows
             ticket = self._pipeline.join(
-                CommitTicket(self._pipeline.drive, table.num_rows, app_id, batch_id)
+                CommitTicket(self._pipeline.drive, table.num_rows, app_id, batch_id, dedup_key)
             )
             if app_id is not None:
                 self._pipeline.request()
@@ -396,7 +431,8 @@ class Table:
         async with self._commit_lock:
             self._check()
             plan = unit.plan
-            if not plan.segments and not plan.applied:  # nothing to write: the same version
+            keys = dedup_keys([ticket.dedup_key for ticket in unit.tickets])
+            if not plan.segments and not plan.applied and not keys:  # the same version
                 record = self._machine.record
                 return TableCommit(record.version, 0, dict(record.partitions))
             started = time.perf_counter()
@@ -413,17 +449,30 @@ class Table:
                     commit = await live._write_encoded(row_groups, ((KV_TXN, marker),))
                     segment = Segment(live.path.name, commit.parquet_size, commit.footer_checksum)
                     written.append((action, live, segment))
-                # Sync round 1: every segment's data and _pm; round 2 is the _txn publish.
-                # Reported only now: the machine lets a segment close once its row groups are.
-                await anyio.to_thread.run_sync(sync_live_files, [live for _, live, _ in written])
+                # Sync round 1: every segment's data and _pm (and the dedup log's records of
+                # the keys); round 2 is the _txn publish. Reported only now: the machine lets
+                # a segment close once its row groups are.
+                log = self._dedup if keys else None
+                version = self._machine.record.version + 1
+                dedup = None if log is None else log.window.plan(version, time.time(), keys)
+                extra = [] if log is None or dedup is None else [log.sync_call(dedup)]
+                await anyio.to_thread.run_sync(
+                    sync_live_files, [live for _, live, _ in written], extra
+                )
                 for action, _, segment in written:
                     self._machine.segment_committed(action, segment)
                 record = self._machine.finish_commit(plan)
+                if dedup is not None:
+                    record = replace(record, dedup=dedup.log)
             except BaseException as exc:
                 self._fail(exc)
                 raise
             synced = time.perf_counter()
             await self._publish(record)
+            if log is not None and dedup is not None:  # the keys are committed
+                log.published(dedup)
+                if dedup.retire is not None:  # rotated: the old log is deleted
+                    await anyio.to_thread.run_sync(log.delete, dedup.retire)
             seconds = time.perf_counter() - started
             self.metrics.segment_seconds += synced - started
             self.metrics.publish_seconds += seconds - (synced - started)
@@ -648,6 +697,8 @@ class Table:
             try:
                 for live in (*self._sealed.values(), *self._active.values()):
                     await live.close()
+                if self._dedup is not None:
+                    self._dedup.close()
                 if self._owns_executor:
                     await self.executor.aclose()
             finally:

@@ -32,7 +32,9 @@ became due; otherwise (batch ids, waiting callers):
 Backpressure: an append waits while ``max_pending`` appends are accepted and not durable.
 Batch ids: an id accepted and not yet published is **in flight**; the same id again joins its
 commit (its ticket resolves with ``skipped=True`` when the first one's commit is durable, or
-raises its error); a lower id of the same app is stale.
+raises its error); a lower id of the same app is stale. Dedup keys likewise: a key accepted
+and not yet published is in flight, and the same key again follows its ticket
+(:meth:`CommitPipeline.decide_key`); a key committed within the window resolves at once.
 """
 
 from __future__ import annotations
@@ -70,12 +72,14 @@ class CommitTicket:
         num_rows: int,
         app_id: str | None = None,
         batch_id: int | None = None,
+        dedup_key: bytes | None = None,
     ) -> None:
         self._drive = drive
         self.num_rows = num_rows
         """Rows of this append."""
         self.app_id = app_id
         self.batch_id = batch_id
+        self.dedup_key = dedup_key
         self._event = anyio.Event()
         self._result: TableCommit | None = None
         self._error: BaseException | None = None
@@ -168,6 +172,8 @@ class CommitPipeline:
         self.last: CommitTicket | None = None
         self.in_flight: dict[str, dict[int, CommitTicket]] = {}
         """Batch ids accepted and not yet published, per app id."""
+        self.in_flight_keys: dict[bytes, CommitTicket] = {}
+        """Dedup keys accepted and not yet published."""
         self.error: BaseException | None = None
         """Set when the table can commit nothing more (poisoned or closed)."""
         self._leading = False
@@ -189,6 +195,8 @@ class CommitPipeline:
         self.last = ticket
         if ticket.app_id is not None and ticket.batch_id is not None:
             self.in_flight.setdefault(ticket.app_id, {})[ticket.batch_id] = ticket
+        if ticket.dedup_key is not None:
+            self.in_flight_keys[ticket.dedup_key] = ticket
         self._notify()
         return ticket
 
@@ -209,6 +217,8 @@ class CommitPipeline:
                 ids.pop(ticket.batch_id, None)
                 if not ids:
                     self.in_flight.pop(ticket.app_id, None)
+            if ticket.dedup_key is not None and self.in_flight_keys.get(ticket.dedup_key) is ticket:
+                del self.in_flight_keys[ticket.dedup_key]
         self._notify()
 
     def detach(self) -> list[CommitTicket]:
@@ -266,6 +276,22 @@ class CommitPipeline:
             )
         ticket = CommitTicket(self.drive, 0)
         ticket.resolve(TableCommit(record.version, 0, dict(record.partitions), skipped=True), None)
+        return ticket
+
+    def decide_key(self, record: TxnRecord, key: bytes, remembered: bool) -> CommitTicket | None:
+        """The ticket of an append whose dedup ``key`` is not new: committed within the window
+        (``remembered``: resolved now, ``skipped=True``, at the published ``record``) or in
+        flight (it follows that ticket); None for a new key."""
+        if remembered:
+            ticket = CommitTicket(self.drive, 0)
+            skipped = TableCommit(record.version, 0, dict(record.partitions), skipped=True)
+            ticket.resolve(skipped, None)
+            return ticket
+        first = self.in_flight_keys.get(key)
+        if first is None:
+            return None
+        ticket = CommitTicket(self.drive, 0)
+        first.follow(ticket)
         return ticket
 
     # -- taking and committing ------------------------------------------------------------

@@ -285,6 +285,8 @@ class TableMetrics:
     compactions: int = 0
     compaction_errors: int = 0
     segments_deleted: int = 0
+    appends_deduplicated: int = 0
+    """Appends skipped for a dedup key committed within the window, or in flight."""
 
 
 @dataclass
