@@ -51,6 +51,8 @@ from streamwrite.daemon.ilp_types import (
 
 __all__ = ["MIN_GROUP_ROWS", "parse_easy_lines"]
 
+PAD_SIZE = 128
+"""Zero bytes after the body in the vectorised path (>= the longest name, MAX_NAME_SIZE)."""
 MIN_GROUP_ROWS = 8
 """Shape groups smaller than this are parsed line by line (cheaper than one vectorised group)."""
 HASH = 0x23
@@ -82,8 +84,7 @@ def _gather(
     width = int(lengths.max()) if len(starts) else 0
     if dropped is None and 0 < width <= 32:
         # Short tokens: one row of a sliding window each, then the bytes of each token.
-        padded = np.concatenate([buf, np.zeros(width, dtype=np.uint8)])
-        rows = np.lib.stride_tricks.sliding_window_view(padded, width)[starts]
+        rows = np.lib.stride_tricks.sliding_window_view(_tail_padded(buf, width), width)[starts]
         if int(lengths.min()) < width:
             rows = rows[np.arange(width)[None, :] < lengths[:, None]]
         return pa.StringArray.from_buffers(
@@ -223,7 +224,9 @@ def parse_easy_lines(
     now_ns: int,
 ) -> tuple[list[Chunk], npt.NDArray[np.int64]]:
     """Returns chunks for the easy lines and the indices of the lines left to the per-line path."""
-    buf = np.frombuffer(body, dtype=np.uint8)
+    # The body plus PAD_SIZE zero bytes: windows of up to PAD_SIZE bytes at any token start.
+    buf = np.zeros(len(body) + PAD_SIZE, dtype=np.uint8)
+    buf[: len(body)] = np.frombuffer(body, dtype=np.uint8)
     easy, pos, cls, line_of = _easy_lines(buf, sp, starts, ends)
     nonempty = ends > starts
     if len(starts):
@@ -303,8 +306,9 @@ def _parse_shape(
     field_value_cols = [field_start + 2 * f + 1 for f in range(num_fields)]
     key_parts = []
     same = True
-    padded = np.concatenate([buf, np.zeros(MAX_NAME_SIZE, dtype=np.uint8)])
-    windows = np.lib.stride_tricks.sliding_window_view(padded, MAX_NAME_SIZE)
+    windows = np.lib.stride_tricks.sliding_window_view(
+        _tail_padded(buf, MAX_NAME_SIZE), MAX_NAME_SIZE
+    )
     for c in name_cols:
         lengths = tok_end[:, c] - tok_start[:, c]
         width = int(lengths.max())
@@ -352,6 +356,13 @@ def _parse_shape(
         )
         left.append(lines[rows][~ok])
     return np.concatenate(left) if left else np.zeros(0, dtype=np.int64)
+
+
+def _tail_padded(buf: npt.NDArray[np.uint8], width: int) -> npt.NDArray[np.uint8]:
+    """Returns ``buf`` if it ends in ``width`` zero bytes of padding or more, else a copy."""
+    if width <= PAD_SIZE:
+        return buf
+    return np.concatenate([buf, np.zeros(width, dtype=np.uint8)])
 
 
 def _split_by(keys: npt.NDArray[np.int64]) -> list[npt.NDArray[np.int64]]:
@@ -483,8 +494,11 @@ def _integers(
     if not negative:
         valid &= ~neg
     width = max(8, 8 * ((int(digits_len.max()) + 7) // 8))
-    padded = np.concatenate([np.full(width, 48, dtype=np.uint8), buf])
-    window = np.lib.stride_tricks.sliding_window_view(padded, width)[ends]
+    if int(ends.min()) >= width:
+        window = np.lib.stride_tricks.sliding_window_view(buf, width)[ends - width]
+    else:  # a token near the body's start: pad in front
+        padded = np.concatenate([np.full(width, 48, dtype=np.uint8), buf])
+        window = np.lib.stride_tricks.sliding_window_view(padded, width)[ends]
     shortest = int(digits_len.min())
     if shortest == int(digits_len.max()):
         window[:, : width - shortest] = 48

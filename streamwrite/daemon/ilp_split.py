@@ -105,13 +105,15 @@ def find_specials(body: bytes | bytearray, start: int, final: bool) -> Specials:
         is_escape = lengths == 2
         escapes, markers = events[is_escape], events[~is_escape]
         resume = max(size, int(events[-1] + lengths[-1]))
-        # A special is covered when it lies inside (pos, pos + len) of the visited event before it
-        # (events are specials: the last one at or before each special, by a running maximum).
-        event_at = np.full(len(positions), -1, dtype=np.int64)
-        event_at[np.searchsorted(positions, events)] = np.arange(len(events))
-        k = np.maximum.accumulate(event_at)
-        kk = np.maximum(k, 0)
-        covered = (k >= 0) & (positions > events[kk]) & (positions < events[kk] + lengths[kk])
+        # A special is covered when it lies inside (pos, pos + len) of a visited event: the
+        # specials each event covers are a range of the sorted specials (ranges never overlap).
+        first = np.searchsorted(positions, events + 1)
+        stop = np.searchsorted(positions, events + lengths)
+        size_specials = len(positions) + 1
+        depth = np.bincount(first, minlength=size_specials) - np.bincount(
+            stop, minlength=size_specials
+        )
+        covered = np.cumsum(depth[:-1]) > 0
         keep = ~covered & (classes != C_BACKSLASH)
         positions, classes = positions[keep], classes[keep]
 
