@@ -23,7 +23,7 @@ from streamwrite.daemon.errors import BadRequestError
 from streamwrite.daemon.ilp_arrow import to_arrow
 from streamwrite.daemon.ilp_fast import parse_easy_lines
 from streamwrite.daemon.ilp_reference import parse_line, records_to_chunks
-from streamwrite.daemon.ilp_split import find_specials
+from streamwrite.daemon.ilp_split import Specials, find_specials
 from streamwrite.daemon.ilp_types import IlpBatch, IlpColumn, Kind, assemble, precision_factor
 from streamwrite.errors import StateError
 
@@ -31,14 +31,22 @@ __all__ = ["IlpBatch", "IlpColumn", "IlpParser", "Kind", "parse_body", "parse_ch
 
 
 def parse_chunk(
-    chunk: bytes, *, first_line: int, factor_ns: int, now_ns: int
+    chunk: bytes,
+    *,
+    first_line: int,
+    factor_ns: int,
+    now_ns: int,
+    specials: Specials | None = None,
 ) -> tuple[list[IlpBatch], int]:
     """Returns the batches of ``chunk`` (whole lines, the last one may lack its end), and its lines.
+
+    ``specials``: those of ``chunk`` when the caller has them already (its scan to find the
+    line ends), else the chunk is scanned here.
 
     Raises:
         BadRequestError: the first malformed line (``line`` counts from ``first_line``).
     """
-    sp = find_specials(chunk, 0, final=True)
+    sp = find_specials(chunk, 0, final=True) if specials is None else specials
     ends = sp.line_ends
     starts = np.concatenate([[0], sp.next_starts]).astype(np.int64)
     if starts[-1] < len(chunk):
@@ -87,13 +95,15 @@ class IlpParser:
         self._buffer += data
         if b"\n" not in data and b"\r" not in data:
             return []
-        body = bytes(self._buffer)
-        sp = find_specials(body, self._resume, final=False)
+        # Scan from the buffer's first line start when the carried tail is no longer than the new
+        # bytes (its specials then serve the parse too: one scan); else only the new bytes.
+        rescan = self._resume <= len(data)
+        sp = find_specials(self._buffer, 0 if rescan else self._resume, final=False)
         self._resume = sp.resume
         if not len(sp.line_ends):
             return []
         cut = int(sp.next_starts[-1])
-        batches = self._parse(body[:cut])
+        batches = self._parse(bytes(self._buffer[:cut]), sp.head(cut) if rescan else None)
         del self._buffer[:cut]
         self._resume = max(self._resume, cut) - cut
         return batches
@@ -116,10 +126,14 @@ class IlpParser:
         if self._state != "open":
             raise StateError(f"the ILP parser is {self._state}; start a new one per request.")
 
-    def _parse(self, chunk: bytes) -> list[IlpBatch]:
+    def _parse(self, chunk: bytes, specials: Specials | None = None) -> list[IlpBatch]:
         try:
             batches, num_lines = parse_chunk(
-                chunk, first_line=self._next_line, factor_ns=self._factor_ns, now_ns=self._now_ns
+                chunk,
+                first_line=self._next_line,
+                factor_ns=self._factor_ns,
+                now_ns=self._now_ns,
+                specials=specials,
             )
         except BadRequestError:
             self._state = "failed"

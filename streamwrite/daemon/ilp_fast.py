@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from streamwrite.daemon.errors import BadRequestError
+from streamwrite.daemon.ilp_reference import NAME_ESCAPES, unescape_name
 from streamwrite.daemon.ilp_split import (
     BINARY_DOUBLE,
     C_COMMA,
@@ -50,9 +51,16 @@ from streamwrite.daemon.ilp_types import (
 
 __all__ = ["MIN_GROUP_ROWS", "parse_easy_lines"]
 
+PAD_SIZE = 128
+"""Zero bytes after the body in the vectorised path (>= the longest name, MAX_NAME_SIZE)."""
 MIN_GROUP_ROWS = 8
 """Shape groups smaller than this are parsed line by line (cheaper than one vectorised group)."""
 HASH = 0x23
+_PAIR_OK = np.zeros(64, dtype=np.bool_)
+_PAIR_OK[[0 * 8 + C_COMMA, 0 * 8 + C_SPACE, C_COMMA * 8 + C_EQUALS]] = True
+_PAIR_OK[[C_EQUALS * 8 + C_COMMA, C_EQUALS * 8 + C_SPACE, C_SPACE * 8 + C_EQUALS]] = True
+"""Allowed (previous delimiter class, delimiter class) pairs; class 0 is the line start."""
+_NAME_ESCAPES = np.array(sorted(NAME_ESCAPES), dtype=np.uint8)
 _BOOL_TOKENS = pa.array([t.decode() for t in TRUE_TOKENS + FALSE_TOKENS])
 # Value class codes (skeleton bytes): 0 = a tag value; Kind values for fields; 20 + suffix for
 # the designated timestamp (0 = no suffix); 30 = binary double.
@@ -60,13 +68,35 @@ _CODE_BINARY = 30
 
 
 def _gather(
-    buf: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]
+    buf: npt.NDArray[np.uint8],
+    starts: npt.NDArray[np.int64],
+    ends: npt.NDArray[np.int64],
+    dropped: npt.NDArray[np.bool_] | None = None,
 ) -> pa.StringArray:
+    """Returns the bytes of each non-empty token as one string array (not validated).
+
+    ``dropped`` marks escaping backslashes to leave out (names and tag values).
+    """
     lengths = ends - starts
     offsets = np.zeros(len(starts) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     total = int(offsets[-1])
+    width = int(lengths.max()) if len(starts) else 0
+    if dropped is None and 0 < width <= 32:
+        # Short tokens: one row of a sliding window each, then the bytes of each token.
+        rows = np.lib.stride_tricks.sliding_window_view(_tail_padded(buf, width), width)[starts]
+        if int(lengths.min()) < width:
+            rows = rows[np.arange(width)[None, :] < lengths[:, None]]
+        return pa.StringArray.from_buffers(
+            len(starts), pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(rows.reshape(-1))
+        )
     index = np.repeat(starts - offsets[:-1], lengths) + np.arange(total, dtype=np.int64)
+    if dropped is not None and total:
+        keep = ~dropped[index]
+        if not keep.all():
+            kept = np.add.reduceat(keep.astype(np.int64), offsets[:-1])
+            index = index[keep]
+            offsets[1:] = np.cumsum(kept)
     data = buf[index]
     return pa.StringArray.from_buffers(
         len(starts), pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)
@@ -106,7 +136,6 @@ def _easy_lines(
     easy = ends > starts
     easy[easy] = buf[starts[easy]] != HASH
     bad = np.zeros(num_lines + 1, dtype=np.bool_)
-    bad[np.searchsorted(ends, sp.escape_positions)] = True
     # Quotes: openers (even ordinal in the line) right after '=' past the first space; closers
     # followed by ',', ' ' or the line end; an even count per line.
     is_quote = cls == C_QUOTE
@@ -119,7 +148,10 @@ def _easy_lines(
         opener = q_ord % 2 == 0
         sp_pos, sp_line = pos[cls == C_SPACE], line_of[cls == C_SPACE]
         first_space = np.full(num_lines + 1, np.iinfo(np.int64).max, dtype=np.int64)
-        np.minimum.at(first_space, sp_line, sp_pos)
+        if len(sp_line):  # specials are sorted: a line's first space is where its line starts
+            first = np.ones(len(sp_line), dtype=np.bool_)
+            np.not_equal(sp_line[1:], sp_line[:-1], out=first[1:])
+            first_space[sp_line[first]] = sp_pos[first]
         o_pos = q_pos[opener]
         bad[q_line[opener][(buf[o_pos - 1] != EQUALS) | (o_pos < first_space[q_line[opener]])]] = (
             True
@@ -130,60 +162,55 @@ def _easy_lines(
         nxt = buf[np.minimum(after, len(buf) - 1)]
         bad[c_line[~at_end & (nxt != COMMA) & (nxt != SPACE)]] = True
         # Specials inside a string (after an opener of the same line) are not delimiters.
-        k = np.searchsorted(q_pos, pos, side="left") - 1
+        quote_at = np.full(len(pos), -1, dtype=np.int64)
+        quote_at[is_quote] = np.arange(len(q_pos))
+        k = np.maximum.accumulate(quote_at)
         kk = np.maximum(k, 0)
         inside = (k >= 0) & (q_line[kk] == line_of) & (q_ord[kk] % 2 == 0) & ~is_quote
-        if len(sp.marker_positions):
-            mk = np.searchsorted(q_pos, sp.marker_positions, side="left") - 1
-            mkk = np.maximum(mk, 0)
-            m_line = np.searchsorted(ends, sp.marker_positions)
-            m_inside = (mk >= 0) & (q_line[mkk] == m_line) & (q_ord[mkk] % 2 == 0)
-            bad[m_line[m_inside]] = True
+        # A binary marker or an escape inside a string: that line goes line by line (escapes
+        # are resolved vectorised in names and tag values only).
+        for events in (sp.marker_positions, sp.escape_positions):
+            if len(events):
+                mk = np.searchsorted(q_pos, events, side="left") - 1
+                mkk = np.maximum(mk, 0)
+                m_line = np.searchsorted(ends, events)
+                m_inside = (mk >= 0) & (q_line[mkk] == m_line) & (q_ord[mkk] % 2 == 0)
+                bad[m_line[m_inside]] = True
         keep = ~inside & ~is_quote
         pos, cls, line_of = pos[keep], cls[keep], line_of[keep]
     easy &= ~bad[:num_lines]
-    # Delimiter order: k < s1 -> ',' '=' ...; k == s1 space; then '=' ',' ...; s2 space last.
-    first_idx = np.searchsorted(line_of, np.arange(num_lines), side="left")
-    num_delims = np.diff(np.append(first_idx, len(pos)))
-    ordinal = np.arange(len(pos)) - first_idx[line_of]
-    is_space = cls == C_SPACE
-    space_ord = ordinal[is_space]
-    space_line = line_of[is_space]
-    num_spaces = np.bincount(space_line, minlength=num_lines)
-    s1 = np.full(num_lines, -1, dtype=np.int64)
-    first_space_of_line = np.ones(len(space_line), dtype=np.bool_)
-    first_space_of_line[1:] = space_line[1:] != space_line[:-1]
-    s1[space_line[first_space_of_line]] = space_ord[first_space_of_line]
-    s1_of = s1[line_of]
-    before = ordinal < s1_of
-    expected = np.where(
-        before,
-        np.where(ordinal % 2 == 0, C_COMMA, C_EQUALS),
-        np.where((ordinal - s1_of) % 2 == 1, C_EQUALS, C_COMMA),
-    )
-    second_space = is_space & (ordinal > s1_of)
-    expected[ordinal == s1_of] = C_SPACE
-    last_is_space = (
-        second_space & (ordinal == num_delims[line_of] - 1) & ((ordinal - s1_of) % 2 == 0)
-    )
-    wrong = (expected != cls) & ~last_is_space
-    easy &= np.bincount(line_of[wrong], minlength=num_lines) == 0
-    easy &= (num_spaces == 1) | (num_spaces == 2)
-    easy &= (s1 >= 0) & (s1 % 2 == 0)
-    # Fields present and complete: after s1 the count of delimiters up to the end (or s2) is odd.
-    fields_end = np.where(num_spaces == 2, num_delims - 1, num_delims)
-    easy &= ((fields_end - s1) % 2 == 0) & (fields_end - s1 >= 2)
+    # Delimiter order (line = table (,k=v)* ' ' k=v (,k=v)* [' ' ts]), checked pairwise: from the
+    # line start ',' or ' '; after ',' '='; after '=' ',' or ' '; after the first ' ' '='; then
+    # per line one space ending on '=' or two spaces ending on the second.
+    if not len(pos):
+        return easy & False, pos, cls, line_of
+    first_of_line = np.empty(len(pos), dtype=np.bool_)
+    first_of_line[0] = True
+    np.not_equal(line_of[1:], line_of[:-1], out=first_of_line[1:])
+    prev_cls = np.empty(len(pos), dtype=np.uint8)
+    prev_cls[0] = 0
+    prev_cls[1:] = cls[:-1]
+    prev_cls[first_of_line] = 0
+    wrong = ~_PAIR_OK[prev_cls * np.uint8(8) + cls]
     # No empty token: every delimiter is more than one byte past the previous boundary.
-    prev = np.empty(len(pos), dtype=np.int64)
-    prev[1:] = pos[:-1]
-    first_of_line = ordinal == 0
-    prev[first_of_line] = starts[line_of[first_of_line]] - 1
-    empty = pos - prev <= 1
-    easy &= np.bincount(line_of[empty], minlength=num_lines) == 0
-    last = np.zeros(num_lines, dtype=np.int64)
-    has = num_delims > 0
-    last[has] = pos[first_idx[has] + num_delims[has] - 1]
-    easy &= ~has | (ends - last > 1)
+    prev_pos = np.empty(len(pos), dtype=np.int64)
+    prev_pos[1:] = pos[:-1]
+    prev_pos[first_of_line] = starts[line_of[first_of_line]] - 1
+    wrong |= pos - prev_pos <= 1
+    easy &= np.bincount(line_of[wrong], minlength=num_lines) == 0
+    is_space = cls == C_SPACE
+    num_spaces = np.bincount(line_of[is_space], minlength=num_lines)
+    last_index = np.empty(len(pos), dtype=np.bool_)
+    last_index[-1] = True
+    last_index[:-1] = first_of_line[1:]
+    last_cls = np.zeros(num_lines, dtype=np.uint8)
+    last_pos = np.zeros(num_lines, dtype=np.int64)
+    last_cls[line_of[last_index]] = cls[last_index]
+    last_pos[line_of[last_index]] = pos[last_index]
+    easy &= ((num_spaces == 1) & (last_cls == C_EQUALS)) | (
+        (num_spaces == 2) & (last_cls == C_SPACE)
+    )
+    easy &= ends - last_pos > 1
     return easy, pos, cls, line_of
 
 
@@ -197,12 +224,22 @@ def parse_easy_lines(
     now_ns: int,
 ) -> tuple[list[Chunk], npt.NDArray[np.int64]]:
     """Returns chunks for the easy lines and the indices of the lines left to the per-line path."""
-    buf = np.frombuffer(body, dtype=np.uint8)
+    # The body plus PAD_SIZE zero bytes: windows of up to PAD_SIZE bytes at any token start.
+    buf = np.zeros(len(body) + PAD_SIZE, dtype=np.uint8)
+    buf[: len(body)] = np.frombuffer(body, dtype=np.uint8)
     easy, pos, cls, line_of = _easy_lines(buf, sp, starts, ends)
     nonempty = ends > starts
     if len(starts):
         nonempty[nonempty] = buf[starts[nonempty]] != HASH
     easy_idx = np.flatnonzero(easy)
+    dropped = None
+    escapes = sp.escape_positions
+    if len(escapes):
+        # An escaping backslash is left out of names and tag values when it escapes one of
+        # NAME_ESCAPES (else it is a literal backslash, as the per-line parser reads it).
+        escapes = escapes[escapes + 1 < len(buf)]
+        dropped = np.zeros(len(buf), dtype=np.bool_)
+        dropped[escapes[np.isin(buf[escapes + 1], _NAME_ESCAPES)]] = True
     slow = [np.flatnonzero(nonempty & ~easy)]
     chunks: list[Chunk] = []
     if len(easy_idx):
@@ -217,6 +254,9 @@ def parse_easy_lines(
         shape = (num_delims << 20) | tag_delims[easy_idx]
         for rows in _split_by(shape):
             lines = easy_idx[rows]
+            if len(rows) < MIN_GROUP_ROWS:  # a rare layout: cheaper line by line
+                slow.append(lines)
+                continue
             key = int(shape[rows[0]])
             num_tokens = (key >> 20) + 1
             d_index = first_idx[rows][:, None] + np.arange(num_tokens - 1)
@@ -227,7 +267,16 @@ def parse_easy_lines(
             tok_end[:, :-1] = d_pos[d_index]
             tok_end[:, -1] = ends[lines]
             left = _parse_shape(
-                buf, tok_start, tok_end, key & 0xFFFFF, lines, numbers, factor_ns, now_ns, chunks
+                buf,
+                dropped,
+                tok_start,
+                tok_end,
+                key & 0xFFFFF,
+                lines,
+                numbers,
+                factor_ns,
+                now_ns,
+                chunks,
             )
             slow.append(left)
     rest = np.unique(np.concatenate(slow)) if slow else np.zeros(0, dtype=np.int64)
@@ -236,6 +285,7 @@ def parse_easy_lines(
 
 def _parse_shape(
     buf: npt.NDArray[np.uint8],
+    dropped: npt.NDArray[np.bool_] | None,
     tok_start: npt.NDArray[np.int64],
     tok_end: npt.NDArray[np.int64],
     num_tag_delims: int,
@@ -255,8 +305,10 @@ def _parse_shape(
     name_cols += [field_start + 2 * f for f in range(num_fields)]
     field_value_cols = [field_start + 2 * f + 1 for f in range(num_fields)]
     key_parts = []
-    padded = np.concatenate([buf, np.zeros(MAX_NAME_SIZE, dtype=np.uint8)])
-    windows = np.lib.stride_tricks.sliding_window_view(padded, MAX_NAME_SIZE)
+    same = True
+    windows = np.lib.stride_tricks.sliding_window_view(
+        _tail_padded(buf, MAX_NAME_SIZE), MAX_NAME_SIZE
+    )
     for c in name_cols:
         lengths = tok_end[:, c] - tok_start[:, c]
         width = int(lengths.max())
@@ -266,6 +318,7 @@ def _parse_shape(
         if int(lengths.min()) < width:
             mat = np.where(np.arange(width) < lengths[:, None], mat, 0).astype(np.uint8)
         key_parts += [lengths.astype("<i8").view(np.uint8).reshape(-1, 8), mat]
+        same = same and bool((lengths == lengths[0]).all() and (mat == mat[0]).all())
     codes = np.empty((num_lines, num_fields + 1), dtype=np.uint8)
     for f, c in enumerate(field_value_cols):
         codes[:, f] = _value_codes(buf, tok_start[:, c], tok_end[:, c])
@@ -274,10 +327,10 @@ def _parse_shape(
         codes[:, -1] = np.where((last >= 0x30) & (last <= 0x39), 0, last)
     else:
         codes[:, -1] = 0
-    key = np.hstack([*key_parts, codes])
-    if (key == key[0]).all():
+    if same and (codes == codes[0]).all():
         groups = [np.arange(num_lines)]
     else:
+        key = np.hstack([*key_parts, codes])
         _, inverse = np.unique(key, axis=0, return_inverse=True)
         groups = _split_by(inverse.reshape(-1))
     left = []
@@ -287,6 +340,7 @@ def _parse_shape(
             continue
         ok = _convert_group(
             buf,
+            dropped,
             tok_start[rows],
             tok_end[rows],
             name_cols,
@@ -304,6 +358,13 @@ def _parse_shape(
     return np.concatenate(left) if left else np.zeros(0, dtype=np.int64)
 
 
+def _tail_padded(buf: npt.NDArray[np.uint8], width: int) -> npt.NDArray[np.uint8]:
+    """Returns ``buf`` if it ends in ``width`` zero bytes of padding or more, else a copy."""
+    if width <= PAD_SIZE:
+        return buf
+    return np.concatenate([buf, np.zeros(width, dtype=np.uint8)])
+
+
 def _split_by(keys: npt.NDArray[np.int64]) -> list[npt.NDArray[np.int64]]:
     """Returns the row indices of each distinct key (ascending within a group)."""
     order = np.argsort(keys, kind="stable")
@@ -312,11 +373,15 @@ def _split_by(keys: npt.NDArray[np.int64]) -> list[npt.NDArray[np.int64]]:
 
 
 def _name(buf: npt.NDArray[np.uint8], start: int, end: int) -> str:
-    return bytes(buf[start:end]).decode()
+    raw = bytes(buf[start:end])
+    if b"\\" in raw:
+        raw = unescape_name(raw)
+    return raw.decode()
 
 
 def _convert_group(
     buf: npt.NDArray[np.uint8],
+    dropped: npt.NDArray[np.bool_] | None,
     tok_start: npt.NDArray[np.int64],
     tok_end: npt.NDArray[np.int64],
     name_cols: list[int],
@@ -346,19 +411,17 @@ def _convert_group(
     seen: set[str] = set()
     value_cols = [1 + 2 * t + 1 for t in range(num_tags)] + field_value_cols
     for position, (name, col) in enumerate(zip(names[1:], value_cols, strict=True)):
-        if name in seen:
-            continue
-        seen.add(name)
+        # Every value is checked; of a name repeated in the line, the first one is kept.
         starts, ends = tok_start[:, col], tok_end[:, col]
         if position < num_tags:
-            kind, (values, valid) = Kind.TAG, _strings(buf, starts, ends)
-            valid &= (
-                buf[starts] != EQUALS
-            )  # a binary marker in a tag value: the slow path refuses it
+            kind, (values, valid) = Kind.TAG, _strings(buf, starts, ends, dropped)
+            valid &= buf[starts] != EQUALS  # a binary marker in a tag value: refused line by line
         else:
             kind, values, valid = _field(buf, starts, ends, int(codes[position - num_tags]))
         ok &= valid
-        columns.append(ChunkColumn(name, position, kind, None, values))
+        if name not in seen:
+            seen.add(name)
+            columns.append(ChunkColumn(name, position, kind, None, values))
     if has_ts:
         starts, ends = tok_start[:, -1], tok_end[:, -1]
         code = int(codes[-1])
@@ -385,9 +448,12 @@ def _convert_group(
 
 
 def _strings(
-    buf: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]
+    buf: npt.NDArray[np.uint8],
+    starts: npt.NDArray[np.int64],
+    ends: npt.NDArray[np.int64],
+    dropped: npt.NDArray[np.bool_] | None = None,
 ) -> tuple[pa.Array, npt.NDArray[np.bool_]]:
-    values = _gather(buf, starts, ends)
+    values = _gather(buf, starts, ends, dropped)
     try:
         values.validate(full=True)
     except pa.ArrowInvalid:
@@ -412,9 +478,9 @@ def _integers(
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
     """Parses ``-?[0-9]+`` tokens (no sign unless ``negative``); rows that fail are not valid.
 
-    Up to 19 digits: the 24 bytes ending at each token are copied (one row of a sliding window
-    each), the bytes before the digits set to '0', and read 8 digits per uint64 (SWAR); longer
-    tokens (leading zeros) go through Arrow's cast.
+    Up to 19 digits: the 8, 16 or 24 bytes ending at each token are copied (one row of a sliding
+    window each), the bytes before the digits set to '0', and read 8 digits per uint64 (SWAR);
+    longer tokens (leading zeros) go through Arrow's cast.
     """
     num_rows = len(starts)
     if not num_rows:
@@ -427,17 +493,26 @@ def _integers(
     valid = digits_len > 0
     if not negative:
         valid &= ~neg
-    padded = np.concatenate([np.full(24, 48, dtype=np.uint8), buf])
-    window = np.lib.stride_tricks.sliding_window_view(padded, 24)[ends]
-    if int(digits_len.min()) < 24:
-        window[np.arange(24)[None, :] < (24 - digits_len)[:, None]] = 48
+    width = max(8, 8 * ((int(digits_len.max()) + 7) // 8))
+    if int(ends.min()) >= width:
+        window = np.lib.stride_tricks.sliding_window_view(buf, width)[ends - width]
+    else:  # a token near the body's start: pad in front
+        padded = np.concatenate([np.full(width, 48, dtype=np.uint8), buf])
+        window = np.lib.stride_tricks.sliding_window_view(padded, width)[ends]
+    shortest = int(digits_len.min())
+    if shortest == int(digits_len.max()):
+        window[:, : width - shortest] = 48
+    else:
+        window[np.arange(width)[None, :] < (width - digits_len)[:, None]] = 48
     words = np.ascontiguousarray(window).view("<u8")
     digit_bytes = words - np.uint64(0x3030303030303030)
     bad = (digit_bytes | (words + np.uint64(0x4646464646464646))) & np.uint64(0x8080808080808080)
     valid &= ~bad.any(axis=1)
     parts = _swar8(words)
-    values = parts[:, 0] * np.uint64(10**16) + parts[:, 1] * np.uint64(10**8) + parts[:, 2]
-    # 24 digits can exceed uint64: a nonzero first part above 1844 wrapped; 19 digits never do.
+    values = parts[:, 0]
+    for w in range(1, width // 8):
+        values = values * np.uint64(10**8) + parts[:, w]
+    # At most 19 digits: no uint64 overflow.
     valid &= (values <= np.uint64(INT64_MAX)) | (neg & (values == np.uint64(INT64_MAX + 1)))
     signed = values.astype(np.int64)
     return np.where(neg, -signed, signed), valid

@@ -44,7 +44,15 @@ from streamwrite.daemon.ilp_types import (
     precision_factor,
 )
 
-__all__ = ["LineRecord", "parse_body_reference", "parse_line", "records_to_chunks", "split_lines"]
+__all__ = [
+    "NAME_ESCAPES",
+    "LineRecord",
+    "parse_body_reference",
+    "parse_line",
+    "records_to_chunks",
+    "split_lines",
+    "unescape_name",
+]
 
 BACKSLASH, EQUALS, COMMA, SPACE, QUOTE, LF, CR = 0x5C, 0x3D, 0x2C, 0x20, 0x22, 0x0A, 0x0D
 BINARY_DOUBLE, BINARY_ARRAY = 16, 14
@@ -117,6 +125,11 @@ def _read_escaped(line: bytes, i: int, stops: bytes) -> tuple[bytes, int]:
         out.append(b)
         i += 1
     return bytes(out), i
+
+
+def unescape_name(raw: bytes) -> bytes:
+    """Returns a name or tag value token with its escapes resolved (as parse_line reads it)."""
+    return _read_escaped(raw, 0, b"")[0]
 
 
 def _invalid(name: str, raw: bytes, line: int) -> BadRequestError:

@@ -48,17 +48,33 @@ class Specials:
     resume: int
     """Where the scan resumes when more bytes arrive."""
 
+    def head(self, cut: int) -> Specials:
+        """Returns the specials of ``body[:cut]`` (``cut``: a line start after a line end)."""
+        keep = self.positions < cut
+        num_ends = int(np.searchsorted(self.line_ends, cut))
+        return Specials(
+            self.positions[keep],
+            self.classes[keep],
+            self.escape_positions[self.escape_positions < cut],
+            self.marker_positions[self.marker_positions < cut],
+            self.line_of[keep],
+            self.line_ends[:num_ends],
+            self.next_starts[:num_ends],
+            cut,
+        )
 
-def find_specials(body: bytes, start: int, final: bool) -> Specials:
+
+def find_specials(body: bytes | bytearray, start: int, final: bool) -> Specials:
     """Returns the specials of ``body[start:]`` under the splitting rules.
 
-    ``start`` must be a position the scan visits (a line start, or a previous ``resume``).
-    Without ``final`` a CR at the very end is not yet a line end (an LF may follow).
+    ``start`` must be a position the scan visits (a line start, or a previous ``resume``);
+    only ``body[start:]`` is read (so an incremental caller pays for its new bytes only).
+    Without ``final`` a CR at the very end is not yet a line end (an LF may follow). No
+    returned array is a view of ``body`` (a bytearray may be resized afterwards).
     """
     size = len(body)
-    classes_all = np.frombuffer(body.translate(_CLASS_TABLE), dtype=np.uint8)
-    view = classes_all[start:]
-    positions = np.flatnonzero(view) + start
+    view = np.frombuffer(body[start:].translate(_CLASS_TABLE), dtype=np.uint8)
+    positions = np.flatnonzero(view != 0) + start  # on a bool array: 3x faster
     classes = view[positions - start]
     buf = np.frombuffer(body, dtype=np.uint8)
 
@@ -89,13 +105,15 @@ def find_specials(body: bytes, start: int, final: bool) -> Specials:
         is_escape = lengths == 2
         escapes, markers = events[is_escape], events[~is_escape]
         resume = max(size, int(events[-1] + lengths[-1]))
-        # A special is covered when it lies inside (pos, pos + len) of the visited event before it
-        # (events are specials: the last one at or before each special, by a running maximum).
-        event_at = np.full(len(positions), -1, dtype=np.int64)
-        event_at[np.searchsorted(positions, events)] = np.arange(len(events))
-        k = np.maximum.accumulate(event_at)
-        kk = np.maximum(k, 0)
-        covered = (k >= 0) & (positions > events[kk]) & (positions < events[kk] + lengths[kk])
+        # A special is covered when it lies inside (pos, pos + len) of a visited event: the
+        # specials each event covers are a range of the sorted specials (ranges never overlap).
+        first = np.searchsorted(positions, events + 1)
+        stop = np.searchsorted(positions, events + lengths)
+        size_specials = len(positions) + 1
+        depth = np.bincount(first, minlength=size_specials) - np.bincount(
+            stop, minlength=size_specials
+        )
+        covered = np.cumsum(depth[:-1]) > 0
         keep = ~covered & (classes != C_BACKSLASH)
         positions, classes = positions[keep], classes[keep]
 
