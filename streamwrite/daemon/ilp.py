@@ -25,6 +25,7 @@ from streamwrite.daemon.ilp_fast import parse_easy_lines
 from streamwrite.daemon.ilp_reference import parse_line, records_to_chunks
 from streamwrite.daemon.ilp_split import Specials, find_specials
 from streamwrite.daemon.ilp_types import IlpBatch, IlpColumn, Kind, assemble, precision_factor
+from streamwrite.daemon.ilp_uniform import parse_uniform
 from streamwrite.errors import StateError
 
 __all__ = ["IlpBatch", "IlpColumn", "IlpParser", "Kind", "parse_body", "parse_chunk", "to_arrow"]
@@ -46,6 +47,9 @@ def parse_chunk(
     Raises:
         BadRequestError: the first malformed line (``line`` counts from ``first_line``).
     """
+    uniform = parse_uniform(chunk, first_line=first_line, factor_ns=factor_ns, now_ns=now_ns)
+    if uniform is not None:
+        return assemble([uniform]), len(uniform.line_numbers)
     sp = find_specials(chunk, 0, final=True) if specials is None else specials
     ends = sp.line_ends
     starts = np.concatenate([[0], sp.next_starts]).astype(np.int64)
