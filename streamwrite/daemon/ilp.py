@@ -96,6 +96,13 @@ class IlpParser:
             StateError: the parser is closed or failed.
         """
         self._check_open()
+        if not self._buffer and data.endswith(b"\n"):  # whole lines, as a client's body
+            uniform = parse_uniform(
+                data, first_line=self._next_line, factor_ns=self._factor_ns, now_ns=self._now_ns
+            )
+            if uniform is not None:  # no scan for line ends first: the common case
+                self._next_line += len(uniform.line_numbers)
+                return assemble([uniform])
         self._buffer += data
         if b"\n" not in data and b"\r" not in data:
             return []

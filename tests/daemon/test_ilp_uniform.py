@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streamwrite.daemon.ilp_uniform import MIN_LINES, parse_uniform
-from tests.daemon._ilp_support import check_same, lines, templates
+from tests.daemon._ilp_support import check_same, feed_pieces, lines, templates
 
 EXAMPLES = int(os.environ.get("STREAMWRITE_ILP_FUZZ_EXAMPLES", "150"))
 SETTINGS = settings(
@@ -61,3 +61,19 @@ def test_one_odd_line_equals_the_reference(template, other, data) -> None:  # ty
     body = [data.draw(lines(template)) for _ in range(num_lines)]
     body[data.draw(st.integers(0, num_lines - 1))] = data.draw(lines(other))
     check_same(b"\n".join(body) + b"\n")
+
+
+def test_feeding_a_uniform_body_in_pieces_equals_one_feed() -> None:
+    rng = random.Random(11)
+    body = questdb_v2(300, rng)
+    whole = feed_pieces(body, [])
+    assert whole[0] == "ok"
+    for _ in range(40):
+        cuts = rng.sample(range(len(body) + 1), rng.randint(1, 4))
+        assert feed_pieces(body, cuts) == whole
+    # A piece ending in a payload byte that is "\n" is not taken for a line end.
+    lines = [b"t v==\x10" + struct.pack("<d", 1.0)[:7] + b"\n" + b" %dn\n" % i for i in range(80)]
+    tricky = b"".join(lines)
+    payload_end = len(b"t v==\x10") + 8  # the piece ends with the payload's "\n"
+    assert feed_pieces(tricky, [payload_end]) == feed_pieces(tricky, [])
+    assert feed_pieces(tricky, [])[0] == check_same(tricky)[0] == "ok"
