@@ -35,6 +35,7 @@ serve``) win over both. Unknown keys are errors, so a typo never silently keeps 
 
     [engine]
     workers = 0                            # encode in N worker processes; 0: in the server
+    parse_workers = 2                      # parse ILP bodies in N processes; 0: in the server
     commit_interval_seconds = 1.0          # buffered rows (Flight without acks) wait at most this
     compaction_interval_seconds = 60.0     # 0: no background compaction
     segment_row_groups = 128
@@ -100,6 +101,7 @@ DEFAULTS: dict[str, Any] = {
     },
     "engine": {
         "workers": 0,
+        "parse_workers": 2,
         "commit_interval_seconds": 1.0,
         "compaction_interval_seconds": 60.0,
         "segment_row_groups": 128,

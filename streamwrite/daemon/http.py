@@ -67,7 +67,8 @@ from streamwrite.daemon.errors import (
     TooLargeError,
     UnsupportedMediaError,
 )
-from streamwrite.daemon.ilp import IlpBatch, IlpParser, to_arrow
+from streamwrite.daemon.ilp import to_arrow
+from streamwrite.daemon.parsing import Parsers
 from streamwrite.daemon.service import IngestService
 
 __all__ = ["HttpState", "make_app"]
@@ -78,7 +79,6 @@ PRECISIONS = frozenset({"n", "ns", "u", "us", "ms", "s", "m", "h"})
 INFLUX_VERSION = "v2.7.4"
 """What ``/ping`` says in ``X-Influxdb-Version`` (as QuestDB does): influxdb-client reads it."""
 _READ_SIZE = 1 << 20
-"""Bytes parsed at a time (at most): the parser's working memory is ~20x what it is fed."""
 
 
 class RequestTimeoutError(DaemonError):
@@ -97,8 +97,8 @@ class HttpState:
     ready: bool = False
     draining: bool = False
     num_active: int = 0
-    parse_slots: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(2))
-    """At most this many requests parse at once (a thread each)."""
+    parsers: Parsers = field(default_factory=lambda: Parsers(0))
+    """Where bodies are parsed (worker processes, or threads)."""
     error_prefix: str = field(default_factory=lambda: secrets.token_hex(6))
     error_counter: int = 0
 
@@ -133,21 +133,15 @@ def _json_error(state: HttpState, error: DaemonError, endpoint: str) -> web.Resp
 
 @dataclass
 class _Body:
-    """What reading a body left: the parsed batches, the digest and sizes of its bytes."""
+    """A read body: its bytes (inflated), their digest, and its size on the wire."""
 
-    batches: list[IlpBatch] = field(default_factory=list)
-    digest: Any = field(default_factory=lambda: hashlib.blake2b(digest_size=16))
-    received_size: int = 0
-    inflated_size: int = 0
+    data: bytes
+    digest: Any
+    received_size: int
 
 
-async def _read_body(
-    request: web.Request, state: HttpState, parser: IlpParser, acquired: list[int]
-) -> _Body:
-    """Read, inflate and parse the body as it arrives, within the size, time and budget
-    limits: the parser sees at most ``_READ_SIZE`` bytes at a time, so its working memory
-    is bounded whatever the body's size, and at most ``HttpState.parse_slots`` requests parse
-    at once (parsing holds the GIL for much of its time: more would only share the cores)."""
+async def _read_body(request: web.Request, state: HttpState, acquired: list[int]) -> _Body:
+    """Read and inflate the body within the size, time and budget limits."""
     http = state.service.config.http
     max_body_size, max_inflated_size = http["max_body_size"], http["max_decompressed_size"]
     encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
@@ -165,13 +159,13 @@ async def _read_body(
         budget.acquire(declared)
         acquired[0] += declared
     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS) if encoding == "gzip" else None
-    body = _Body()
-    pending: list[bytes] = []
-    pending_size = 0
+    digest = hashlib.blake2b(digest_size=16)
+    parts: list[bytes] = []
+    received_size = inflated_size = 0
     with anyio.move_on_after(http["body_timeout_seconds"]) as scope:
         while chunk := await request.content.read(_READ_SIZE):
-            body.received_size += len(chunk)
-            if body.received_size > max_body_size:
+            received_size += len(chunk)
+            if received_size > max_body_size:
                 state.service.metrics.rejections.labels("too_large").inc()
                 raise TooLargeError(
                     f"transaction is too large, either flush more frequently or increase "
@@ -181,31 +175,20 @@ async def _read_body(
                 budget.acquire(len(chunk))
                 acquired[0] += len(chunk)
             if inflater is not None:
-                chunk = _inflate(inflater, chunk, max_inflated_size - body.inflated_size)
-            body.inflated_size += len(chunk)
-            body.digest.update(chunk)
-            pending.append(chunk)
-            pending_size += len(chunk)
-            if pending_size >= _READ_SIZE:  # the socket gives ~64 KiB at a time: parse more
-                body.batches += await _feed(parser, pending, state)
-                pending_size = 0
+                chunk = _inflate(inflater, chunk, max_inflated_size - inflated_size)
+                if inflated_size + len(chunk) > acquired[0]:  # the inflated bytes count too
+                    budget.acquire(len(chunk))
+                    acquired[0] += len(chunk)
+            inflated_size += len(chunk)
+            digest.update(chunk)
+            parts.append(chunk)
     if scope.cancelled_caught:
         raise RequestTimeoutError(
             f"The body did not arrive within {http['body_timeout_seconds']} s."
         )
     if inflater is not None and not inflater.eof:
         raise UnsupportedMediaError("The gzip body is truncated.")
-    if pending:
-        body.batches += await _feed(parser, pending, state)
-    body.batches += await anyio.to_thread.run_sync(parser.close, limiter=state.parse_slots)
-    return body
-
-
-async def _feed(parser: IlpParser, pending: list[bytes], state: HttpState) -> list[IlpBatch]:
-    """Feed (in a worker thread) and empty ``pending``."""
-    data = b"".join(pending)
-    pending.clear()
-    return await anyio.to_thread.run_sync(parser.feed, data, limiter=state.parse_slots)
+    return _Body(b"".join(parts), digest, received_size)
 
 
 def _inflate(inflater: Any, chunk: bytes, room_size: int) -> bytes:
@@ -241,13 +224,12 @@ async def _write(request: web.Request, state: HttpState) -> web.Response:
         raise BadRequestError(f"unsupported precision {precision!r}")
     acquired = [0]
     try:
-        parser = IlpParser(precision=precision, now_ns=time.time_ns())
+        body = await _read_body(request, state, acquired)
         try:
-            body = await _read_body(request, state, parser, acquired)
+            batches = await state.parsers.parse(body.data, precision, time.time_ns())
         except BadRequestError:
             service.metrics.parse_errors.labels("ilp").inc()
             raise
-        batches = body.batches
         if not batches:
             return web.Response(status=204)
         tables = sorted({b.table for b in batches})

@@ -33,6 +33,7 @@ from streamwrite.daemon.flight import FlightIngestServer, open_flight_server
 from streamwrite.daemon.http import HttpState, make_app
 from streamwrite.daemon.logs import configure_logging
 from streamwrite.daemon.metrics import Metrics
+from streamwrite.daemon.parsing import Parsers
 from streamwrite.daemon.service import IngestService
 
 __all__ = ["DRAIN_SECONDS", "run", "serve"]
@@ -73,7 +74,10 @@ async def serve(config: DaemonConfig) -> None:
                 await streamwrite.ProcessPool.open(config.engine["workers"])
             )
         service = await stack.enter_async_context(IngestService(config, metrics, executor))
-        state = HttpState(service, authenticator)
+        parsers = Parsers(config.engine["parse_workers"])
+        stack.callback(parsers.close)
+        await anyio.to_thread.run_sync(parsers.warm_up)
+        state = HttpState(service, authenticator, parsers=parsers)
         addresses: dict[str, str] = {}
         flight: FlightIngestServer | None = None
         if config.flight["listen"]:

@@ -346,3 +346,28 @@ def test_https_when_certificates_are_configured(daemon_factory, tmp_path: Path) 
     with pytest.raises((ConnectionError, http.client.HTTPException)):
         plain.request("GET", "/ping")
         plain.getresponse()
+
+
+def test_a_parse_worker_killed_is_replaced(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+    import os
+    import signal as signals
+
+    daemon = daemon_factory("[engine]\nparse_workers = 1\n")
+    assert write(daemon, b"pw v=1\n")[0] == 204
+    assert daemon.proc is not None
+    workers = []  # the daemon's children: the spawn workers (and multiprocessing's tracker)
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields[1]) == daemon.proc.pid and b"resource_tracker" not in cmdline:
+            workers.append(int(stat.parent.name))
+    assert len(workers) == 1, workers
+    os.kill(workers[0], signals.SIGKILL)
+    time.sleep(0.5)
+    status, error = write(daemon, b"pw v=2\n")
+    assert status == 500 and "parser process died" in error["message"], error
+    assert write(daemon, b"pw v=3\n")[0] == 204  # a new worker
+    assert sorted(table_rows(daemon, "pw").column("v").to_pylist()) == [1.0, 3.0]  # type: ignore[union-attr]
