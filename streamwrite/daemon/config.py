@@ -22,7 +22,7 @@ serve``) win over both. Unknown keys are errors, so a typo never silently keeps 
     tls_key = ""
 
     [limits]
-    in_flight_bytes = 268435456            # bodies being parsed or committed: 503 past it
+    in_flight_bytes = 268435456            # memory of writes in flight (4x each body): 503 past
     table_queue = 64                       # writes accepted and not yet durable, per table
     retry_after_seconds = 1                # the Retry-After of a 503
 

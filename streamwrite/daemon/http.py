@@ -16,7 +16,7 @@ A write, step by step (each refusal answers at once and writes nothing)::
     precision                          400 "unsupported precision"
     Content-Length > max_body_size     413, before a byte of the body is read
     Content-Encoding not gzip/identity 415
-    budget.acquire(body size)          503 + Retry-After past limits.in_flight_bytes
+    budget.acquire(4 x body size)      503 + Retry-After past limits.in_flight_bytes
     read the body                      408 past http.body_timeout_seconds (slowloris),
                                        413 past max_body_size (chunked bodies),
                                        413 past max_decompressed_size while inflating
@@ -79,6 +79,11 @@ PRECISIONS = frozenset({"n", "ns", "u", "us", "ms", "s", "m", "h"})
 INFLUX_VERSION = "v2.7.4"
 """What ``/ping`` says in ``X-Influxdb-Version`` (as QuestDB does): influxdb-client reads it."""
 _READ_SIZE = 1 << 20
+MEMORY_PER_BODY_BYTE = 4
+"""What a write in flight holds, per byte of its (inflated) body: the body, its parsed columns
+(also pickled from the parse worker), their Arrow table and its encoded pages; measured by
+``benchmarks/bench_daemon.py``'s overload run, so that ``limits.in_flight_bytes`` bounds the
+memory of the writes in flight, not only their bodies."""
 
 
 class RequestTimeoutError(DaemonError):
@@ -155,9 +160,13 @@ async def _read_body(request: web.Request, state: HttpState, acquired: list[int]
             f"http.max_body_size [maxBufferSize={max_body_size}, contentLength={declared}]"
         )
     budget = state.service.budget
+
+    def charge(num_bytes: int) -> None:
+        budget.acquire(MEMORY_PER_BODY_BYTE * num_bytes)
+        acquired[0] += MEMORY_PER_BODY_BYTE * num_bytes
+
     if declared:
-        budget.acquire(declared)
-        acquired[0] += declared
+        charge(declared)
     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS) if encoding == "gzip" else None
     digest = hashlib.blake2b(digest_size=16)
     parts: list[bytes] = []
@@ -172,13 +181,10 @@ async def _read_body(request: web.Request, state: HttpState, acquired: list[int]
                     f"http.max_body_size [maxBufferSize={max_body_size}]"
                 )
             if declared is None:
-                budget.acquire(len(chunk))
-                acquired[0] += len(chunk)
+                charge(len(chunk))
             if inflater is not None:
                 chunk = _inflate(inflater, chunk, max_inflated_size - inflated_size)
-                if inflated_size + len(chunk) > acquired[0]:  # the inflated bytes count too
-                    budget.acquire(len(chunk))
-                    acquired[0] += len(chunk)
+                charge(len(chunk))  # the inflated bytes are what is parsed and kept
             inflated_size += len(chunk)
             digest.update(chunk)
             parts.append(chunk)
