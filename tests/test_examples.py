@@ -81,3 +81,22 @@ def test_ctrl_c_prints_one_line_with_what_was_committed(tmp_path: Path) -> None:
     lines = stderr.strip().splitlines()
     assert len(lines) == 1, stderr[-3000:]
     assert lines[0].startswith("interrupted: ") and "rows are committed" in lines[0]
+
+
+def test_daemon_clients_example_writes_with_every_client() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "daemon_clients.py")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    for line in (
+        "sensors: 1 rows",
+        "trades: 1000 rows",
+        "weather: 10 rows",
+        "devices: 9 rows",
+    ):
+        assert line in out, out
+    assert out.count("flight ack:") == 4 and out.count("'skipped': True") == 1
