@@ -32,6 +32,7 @@ __all__ = [
     "DaemonInternalError",
     "NotFoundError",
     "OverloadedError",
+    "RequestTimeoutError",
     "TooLargeError",
     "UnauthorizedError",
     "UnsupportedMediaError",
@@ -76,6 +77,13 @@ class NotFoundError(DaemonError):
     """No such table (and the token may not create it, or auto-creation is off), or path."""
 
     status = 404
+    code = "invalid"
+
+
+class RequestTimeoutError(DaemonError):
+    """The body did not arrive within ``http.body_timeout_seconds`` (slowloris)."""
+
+    status = 408
     code = "invalid"
 
 

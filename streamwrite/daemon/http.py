@@ -64,6 +64,7 @@ from streamwrite.daemon.errors import (
     DaemonInternalError,
     NotFoundError,
     OverloadedError,
+    RequestTimeoutError,
     TooLargeError,
     UnsupportedMediaError,
 )
@@ -86,13 +87,6 @@ MEMORY_PER_BODY_BYTE = 4
 memory of the writes in flight, not only their bodies."""
 
 
-class RequestTimeoutError(DaemonError):
-    """The body did not arrive within ``http.body_timeout_seconds``."""
-
-    status = 408
-    code = "invalid"
-
-
 @dataclass
 class HttpState:
     """What the handlers share: the service, auth, limits and the readiness flag."""
@@ -101,7 +95,6 @@ class HttpState:
     authenticator: Authenticator
     ready: bool = False
     draining: bool = False
-    num_active: int = 0
     parsers: Parsers = field(default_factory=lambda: Parsers(0))
     """Where bodies are parsed (worker processes, or threads)."""
     error_prefix: str = field(default_factory=lambda: secrets.token_hex(6))
@@ -284,21 +277,18 @@ def _handler(
     run: Callable[[web.Request, HttpState], Awaitable[web.Response]],
 ) -> Callable[[web.Request], Awaitable[web.Response]]:
     async def handle(request: web.Request) -> web.Response:
-        state.num_active += 1
         try:
-            try:
-                response = await run(request, state)
-            except DaemonError as exc:
-                response = _json_error(state, exc, endpoint)
-            except Exception as exc:  # a bug: answer 500 with an errorId, keep serving
-                logger.exception("internal error", extra={"endpoint": endpoint})
-                response = _json_error(
-                    state, DaemonInternalError(f"internal error: {exc}"), endpoint
-                )
-            state.service.metrics.requests.labels(endpoint, str(response.status)).inc()
-            return response
-        finally:
-            state.num_active -= 1
+            response = await run(request, state)
+        except DaemonError as exc:
+            response = _json_error(state, exc, endpoint)
+        except Exception as exc:  # a bug: answer 500 with an errorId, keep serving
+            logger.exception("internal error", extra={"endpoint": endpoint})
+            error = DaemonInternalError(
+                f"internal error ({type(exc).__name__}): the daemon's log has it under this errorId"
+            )
+            response = _json_error(state, error, endpoint)
+        state.service.metrics.requests.labels(endpoint, str(response.status)).inc()
+        return response
 
     return handle
 
