@@ -7,7 +7,6 @@ and clients are real ``pyarrow.flight`` / ADBC clients on localhost.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -25,43 +24,15 @@ from streamwrite.daemon.auth import Authenticator
 from streamwrite.daemon.config import load_config
 from streamwrite.daemon.flight import open_flight_server
 from streamwrite.daemon.service import IngestService
+from tests.daemon._support import NARROW_TOKEN, READ_TOKEN, TOKEN
+from tests.daemon._support import write_config as write_http_config
 
-TOKEN = "s3cret-token"  # every right on every table
-READ_TOKEN = "reader-token"  # read only
-NARROW_TOKEN = "narrow-token"  # write only, tables sensor_*
-
-
-def sha(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
+__all__ = ["NARROW_TOKEN", "READ_TOKEN", "TOKEN"]
 
 
 def write_config(path: Path, data_root: Path, extra: str = "") -> Path:
-    path.write_text(
-        f"""data_root = "{data_root}"
-{extra}
-[ilp]
-dedup_window_seconds = 0  # Flight writes use batch ids, not the HTTP retry keys
-
-[[tokens]]
-name = "ingest"
-sha256 = "{sha(TOKEN)}"
-tables = ["*"]
-rights = ["write", "create", "add_column", "read"]
-
-[[tokens]]
-name = "reader"
-sha256 = "{sha(READ_TOKEN)}"
-tables = ["*"]
-rights = ["read"]
-
-[[tokens]]
-name = "narrow"
-sha256 = "{sha(NARROW_TOKEN)}"
-tables = ["sensor_*"]
-rights = ["write"]
-"""
-    )
-    return path
+    """The HTTP tests' config, with retry keys off: Flight writes use batch ids."""
+    return write_http_config(path, data_root, extra + "\n[ilp]\ndedup_window_seconds = 0\n")
 
 
 def bearer(token: str) -> fl.FlightCallOptions:
