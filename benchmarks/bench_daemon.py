@@ -11,7 +11,8 @@ of one table, every body distinct (so retry deduplication never drops one).
   beforehand with ``sender.new_buffer()`` (outside timing) and sent with
   ``flush(buffer, clear=False)``; 1 and 4 concurrent senders (threads; the client's I/O runs
   in Rust without the GIL). rows/s = rows / wall time; ack latency = each ``flush``.
-- **ILP at half the peak**: the 4 senders paced to half the 4-sender rate: ack p50/p99.
+- **ILP at half the peak**: the 4 senders paced to half the 4-sender rate (their phases spread
+  over the period): ack p50/p99.
 - **Flight DoPut**: ``FlightClient.do_put`` of 10k- and 100k-row record batches, each with
   ``app_metadata`` batch ids, acks read as they come (the writer keeps up to 8 in flight).
 - **Daemon CPU**: user+system CPU seconds per million rows of the daemon and its parse
@@ -174,16 +175,19 @@ def build_buffers(
 def run_ilp(
     addr: str, buffers: list[list[Any]], pace_seconds: float = 0.0
 ) -> tuple[float, list[float]]:
-    """Send every buffer (one sender thread per list): wall seconds and each ack latency."""
+    """Send every buffer (one sender thread per list): wall seconds and each ack latency.
+    Paced senders send one request every ``pace_seconds``, their phases spread evenly over
+    the period (in step, all would arrive at once: a burst every period, not a rate)."""
     from questdb import Sender
 
     latencies: list[float] = []
     lock = threading.Lock()
+    origin = time.perf_counter() + 0.5
 
-    def send(mine: list[Any]) -> None:
+    def send(number: int, mine: list[Any]) -> None:
         conf = f"http::addr={addr};token={TOKEN};protocol_version=2;auto_flush=off;"
         with Sender.from_conf(conf) as sender:
-            next_at = time.perf_counter()
+            next_at = origin + number * pace_seconds / len(buffers)
             for buffer in mine:
                 if pace_seconds:
                     time.sleep(max(0.0, next_at - time.perf_counter()))
@@ -193,7 +197,7 @@ def run_ilp(
                 with lock:
                     latencies.append(time.perf_counter() - started)
 
-    threads = [threading.Thread(target=send, args=(mine,)) for mine in buffers]
+    threads = [threading.Thread(target=send, args=(n, mine)) for n, mine in enumerate(buffers)]
     started = time.perf_counter()
     for thread in threads:
         thread.start()
