@@ -77,7 +77,7 @@ class Sender(threading.Thread):
                         self.acked.append(batch)
                         batch += 1
             except Exception as exc:  # down past retry_timeout: the same batch again
-                self.errors.append(type(exc).__name__)
+                self.errors.append(f"{type(exc).__name__}: {str(exc)[:300]}")
                 time.sleep(0.05)
 
 
@@ -104,7 +104,11 @@ def test_sigkill_under_load(tmp_path: Path) -> None:
             before = sum(len(sender.acked) for sender in senders)
             deadline = time.monotonic() + 30
             while sum(len(sender.acked) for sender in senders) == before:
-                assert time.monotonic() < deadline, "no write acknowledged after a restart"
+                assert time.monotonic() < deadline, (
+                    f"no write acknowledged after a restart; the daemon's log ends "
+                    f"{daemon.logs[-8:]}; the senders' errors end "
+                    f"{[sender.errors[-3:] for sender in senders]}"
+                )
                 time.sleep(0.01)
             time.sleep(rng.uniform(0.0, 0.8))
             daemon.kill()
