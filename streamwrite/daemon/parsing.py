@@ -8,13 +8,17 @@ pickle cheaply); the worker feeds it to an :class:`~streamwrite.daemon.ilp.IlpPa
 ``PIECE_SIZE`` slices, so its working memory stays bounded whatever the body's size, and
 sends back the parsed batches (numpy and Arrow arrays). A parse error comes back as the
 same :class:`~streamwrite.daemon.errors.BadRequestError`, line number included. A worker
-that dies (killed, out of memory) fails the requests it held with a 500 and is replaced.
+that dies (killed, out of memory) fails the requests it held with a 500 and is replaced; a
+worker whose daemon dies (SIGKILL) exits within ``PARENT_CHECK_SECONDS``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -27,6 +31,20 @@ __all__ = ["PIECE_SIZE", "Parsers", "parse_pieces"]
 
 PIECE_SIZE = 1 << 20
 """Bytes fed to the parser at a time: its working memory is ~20x this."""
+PARENT_CHECK_SECONDS = 0.5
+
+
+def _exit_with_parent(parent_pid: int) -> None:
+    """Worker initializer: exit when the daemon is gone. A SIGKILLed daemon closes no pipe a
+    ``ProcessPoolExecutor`` worker waits on (its siblings hold the queue's write end too), so
+    without this every kill would leave the workers behind."""
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(PARENT_CHECK_SECONDS)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 def parse_pieces(body: bytes, precision: str, now_ns: int) -> list[IlpBatch]:
@@ -56,7 +74,10 @@ class Parsers:
     def _start(self) -> ProcessPoolExecutor:
         # spawn: the server has threads, which fork would copy in an unknown state.
         return ProcessPoolExecutor(
-            self.num_workers, mp_context=multiprocessing.get_context("spawn")
+            self.num_workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_exit_with_parent,
+            initargs=(os.getpid(),),
         )
 
     def warm_up(self) -> None:

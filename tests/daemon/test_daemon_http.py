@@ -348,6 +348,32 @@ def test_https_when_certificates_are_configured(daemon_factory, tmp_path: Path) 
         plain.getresponse()
 
 
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (multiprocessing's resource tracker left out)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and b"resource_tracker" not in cmdline:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def test_parse_workers_exit_with_a_killed_daemon(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+    daemon = daemon_factory()
+    assert daemon.proc is not None
+    workers = children(daemon.proc.pid)
+    assert len(workers) == 2, workers  # engine.parse_workers
+    daemon.kill()
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{pid}").exists() for pid in workers):
+        assert time.monotonic() < deadline, "parse workers outlived their daemon"
+        time.sleep(0.05)
+
+
 def test_a_parse_worker_killed_is_replaced(daemon_factory) -> None:  # type: ignore[no-untyped-def]
     import os
     import signal as signals
@@ -355,15 +381,7 @@ def test_a_parse_worker_killed_is_replaced(daemon_factory) -> None:  # type: ign
     daemon = daemon_factory("[engine]\nparse_workers = 1\n")
     assert write(daemon, b"pw v=1\n")[0] == 204
     assert daemon.proc is not None
-    workers = []  # the daemon's children: the spawn workers (and multiprocessing's tracker)
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            cmdline = (stat.parent / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if int(fields[1]) == daemon.proc.pid and b"resource_tracker" not in cmdline:
-            workers.append(int(stat.parent.name))
+    workers = children(daemon.proc.pid)
     assert len(workers) == 1, workers
     os.kill(workers[0], signals.SIGKILL)
     time.sleep(0.5)
