@@ -17,15 +17,15 @@ Run from the repository root::
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
-import tempfile
+import sys
 import time
 import tracemalloc
 from pathlib import Path
 
 import anyio
+from _common import Report, bench_parser, markdown_table, verdict
 
 from streamwrite.format.dedup import DEDUP_HEADER, encode_dedup_records
 from streamwrite.format.txn import DedupLog, TxnRecord
@@ -115,41 +115,55 @@ def rotation(directory: Path, num_keys: int) -> tuple[float, float, int]:
     return planned, time.perf_counter() - started, write.log.size
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = bench_parser(__doc__)
     parser.add_argument("--commits", type=int, default=300)
     parser.add_argument("--rows", type=int, default=1_000)
     parser.add_argument("--keys", type=int, default=90_000)
-    args = parser.parse_args()
-    print(f"# dedup keys benchmark: {args.commits} commits of {args.rows} rows")
-    print(f"load before: {os.getloadavg()}")
-    with tempfile.TemporaryDirectory() as tmp:
-        seconds = anyio.run(commits, Path(tmp), args.commits, args.rows)
-        print("\n| append + durable | median ms | p90 ms | p99 ms | median / no key |")
-        print("|---|---|---|---|---|")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.commits, args.keys = 30, 5_000
+    report = Report(
+        "dedup keys",
+        args,
+        details=[f"{args.commits} commits of {args.rows} rows, {args.keys} keys"],
+    )
+    with report.workdir() as workdir:
+        seconds = anyio.run(commits, workdir / "commits", args.commits, args.rows)
         base = statistics.median(seconds["no key"])
-        for name, values in seconds.items():
-            median = statistics.median(values)
-            print(
-                f"| {name} | {median * 1e3:.2f} | {percentile(values, 0.9) * 1e3:.2f} | "
-                f"{percentile(values, 0.99) * 1e3:.2f} | {median / base:.2f} |"
-            )
-    with tempfile.TemporaryDirectory() as tmp:
-        load_seconds, window_size, log_size = reopen(Path(tmp), args.keys)
-    print(
-        f"\nreopen with {args.keys} keys (one commit each, log {log_size / 1e6:.2f} MB): "
-        f"{load_seconds * 1e3:.0f} ms (best of 3); window memory "
-        f"{window_size / 1e6:.1f} MB ({window_size / args.keys:.0f} bytes a key)"
+        rows = [
+            [
+                name,
+                f"{statistics.median(values) * 1e3:.2f}",
+                f"{percentile(values, 0.9) * 1e3:.2f}",
+                f"{percentile(values, 0.99) * 1e3:.2f}",
+                f"{statistics.median(values) / base:.2f}",
+            ]
+            for name, values in seconds.items()
+        ]
+        print("## append + durable\n")
+        print(
+            markdown_table(["append + durable", "median ms", "p90 ms", "p99 ms", "/ no key"], rows)
+        )
+        for name in ("reopen", "rotation"):
+            (workdir / name).mkdir()
+        load_seconds, window_size, log_size = reopen(workdir / "reopen", args.keys)
+        print(
+            f"\nreopen with {args.keys} keys (one commit each, log {log_size / 1e6:.2f} MB): "
+            f"{load_seconds * 1e3:.0f} ms (best of 3); window memory "
+            f"{window_size / 1e6:.1f} MB ({window_size / args.keys:.0f} bytes a key)"
+        )
+        planned, synced, size = rotation(workdir / "rotation", args.keys)
+        print(
+            f"rotation keeping {args.keys} keys (new log {size / 1e6:.2f} MB): planned in "
+            f"{planned * 1e3:.2f} ms on the event loop, written and synced in {synced * 1e3:.1f} "
+            "ms (its commit's sync round)\n"
+        )
+        ratio = statistics.median(seconds["dedup key"]) / base
+    return report.finish(
+        [verdict("commit with a key / without (median)", f"{ratio:.2f}x", ratio <= 1.1)]
     )
-    with tempfile.TemporaryDirectory() as tmp:
-        planned, synced, size = rotation(Path(tmp), args.keys)
-    print(
-        f"rotation keeping {args.keys} keys (new log {size / 1e6:.2f} MB): planned in "
-        f"{planned * 1e3:.2f} ms on the event loop, written and synced in {synced * 1e3:.1f} ms "
-        "(its commit's sync round)"
-    )
-    print(f"load after: {os.getloadavg()}")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

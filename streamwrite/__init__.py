@@ -61,6 +61,7 @@ _EXPORTS: dict[str, str] = {
     "TableSnapshot": "streamwrite.table.api",
     "Segment": "streamwrite.format.txn",
     "Retired": "streamwrite.format.txn",
+    "DedupLog": "streamwrite.format.txn",
     "TxnRecord": "streamwrite.format.txn",
     "open_table": "streamwrite.table.api",
     "read_snapshot": "streamwrite.table.api",
@@ -79,11 +80,13 @@ __all__ = (
     "ColumnChunkMetaData",
     "ColumnSchema",
     "Commit",
+    "CommitTicket",
     "CompactionPolicy",
     "CompactionResult",
     "ConfigError",
     "CorruptFileError",
     "DecryptionConfig",
+    "DedupLog",
     "EncryptionError",
     "Executor",
     "FileEncryption",
@@ -96,10 +99,12 @@ __all__ = (
     "ParquetSchemaView",
     "ParquetWriter",
     "PartitionStatus",
-    "SegmentInfo",
     "ProcessPool",
+    "Retired",
     "RowGroupMetaData",
     "SchemaError",
+    "Segment",
+    "SegmentInfo",
     "SnapshotFileSystem",
     "SortingColumn",
     "StaleBatchError",
@@ -109,10 +114,7 @@ __all__ = (
     "StreamwriteIOError",
     "Table",
     "TableCommit",
-    "CommitTicket",
     "TableSnapshot",
-    "Segment",
-    "Retired",
     "TxnRecord",
     "UnsupportedError",
     "WorkerError",
@@ -143,7 +145,7 @@ if TYPE_CHECKING:
         UnsupportedError,
         WorkerError,
     )
-    from streamwrite.format.txn import Retired, Segment, TxnRecord
+    from streamwrite.format.txn import DedupLog, Retired, Segment, TxnRecord
     from streamwrite.layout.appender import Commit
     from streamwrite.layout.compaction import PartitionStatus, SegmentInfo
     from streamwrite.live.file import LiveFile
