@@ -12,12 +12,13 @@ One write, from acceptance to acknowledgement::
       budget.acquire(body bytes)                  503 past limits.in_flight_bytes
       open or create the table                    404 unless auto-created
       under the table's lock:
+        queue check                               503 past limits.table_queue
         convert(current schema) -> rows, new fields   (ILP typing, or Arrow conforming)
         table.add_columns(new fields)             a committed schema change (nullable)
-        queue check                               503 past limits.table_queue
         table.append(rows, wait=False, ...)       accepted: a CommitTicket
-      table.flush()                               asks for a commit now (group commit:
-                                                  concurrent writes share it)
+      table.flush() in a background task          asks for a commit now; the caller goes on
+                                                  (a Flight stream pipelines; concurrent
+                                                  writes share the commit)
     PendingWrite.result()                         ticket.durable(): the _txn is published
       budget.release                              only then may the caller answer 204 / ack
 
@@ -366,6 +367,12 @@ class IngestService:
             handle = await self._open(name, rows.schema, timestamp, partition_by)
             assert handle is not None
         async with handle.lock:
+            if handle.num_pending >= self.config.limits["table_queue"]:
+                self.metrics.rejections.labels("overloaded").inc()
+                raise OverloadedError(
+                    f"The table {name!r} has {handle.num_pending} writes waiting: retry.",
+                    retry_after_seconds=self.config.limits["retry_after_seconds"],
+                )
             table = handle.table
             rows, new_fields = await anyio.to_thread.run_sync(convert, table.schema)
             if new_fields:
@@ -376,12 +383,6 @@ class IngestService:
                     )
                 principal.require("add_column", name)
                 await self._call(table.add_columns(new_fields), name)
-            if handle.num_pending >= self.config.limits["table_queue"]:
-                self.metrics.rejections.labels("overloaded").inc()
-                raise OverloadedError(
-                    f"The table {name!r} has {handle.num_pending} writes waiting: retry.",
-                    retry_after_seconds=self.config.limits["retry_after_seconds"],
-                )
             extra: dict[str, Any] = {} if dedup_key is None else {"dedup_key": dedup_key}
             ticket = await self._call(
                 table.append(rows, app_id=app_id, batch_id=batch_id, wait=False, **extra), name
