@@ -314,6 +314,13 @@ def load_config(
         raise ConfigError("ilp.timestamp_unit must be 'us' or 'ns'.")
     if sections["ilp"]["partition_by"] not in ("hour", "day", "month", "none"):
         raise ConfigError("ilp.partition_by must be hour, day, month or none.")
+    for section in ("http", "flight"):
+        if sections[section]["listen"]:
+            parse_listen(sections[section]["listen"], f"{section}.listen")
+        if bool(sections[section]["tls_cert"]) != bool(sections[section]["tls_key"]):
+            raise ConfigError(
+                f"[{section}] needs both tls_cert and tls_key (PEM files), or neither."
+            )
     if sections["log"]["level"] not in ("debug", "info", "warning", "error"):
         raise ConfigError("log.level must be debug, info, warning or error.")
     tokens = raw.get("tokens", [])

@@ -17,10 +17,13 @@ is published, and opening a table rolls back anything past its last ``_txn``.
 
 from __future__ import annotations
 
+import fcntl
 import logging
+import os
 import signal
 import ssl
-from contextlib import AsyncExitStack
+from collections.abc import Iterator
+from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
 
 import anyio
@@ -35,6 +38,7 @@ from streamwrite.daemon.logs import configure_logging
 from streamwrite.daemon.metrics import Metrics
 from streamwrite.daemon.parsing import Parsers
 from streamwrite.daemon.service import IngestService
+from streamwrite.errors import ConfigError
 
 __all__ = ["DRAIN_SECONDS", "run", "serve"]
 
@@ -56,6 +60,33 @@ def _ssl_context(section: dict[str, str], where: str) -> ssl.SSLContext | None:
     return context
 
 
+LOCK_FILE = ".streamwrite-daemon.lock"
+"""In the data root: held (``flock``) by the daemon serving it (no table name starts with '.')."""
+
+
+@contextmanager
+def data_root_lock(data_root: Path) -> Iterator[None]:
+    """Hold the data root for this process.
+
+    Raises:
+        ConfigError: another daemon serves it (one daemon per data root: it is the single
+            writer of every table there).
+    """
+    data_root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(data_root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ConfigError(
+                f"Another daemon serves the data root {str(data_root)!r}: one daemon per data "
+                "root (it is the single writer of every table there)."
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
 async def serve(config: DaemonConfig) -> None:
     """Run the daemon until SIGTERM/SIGINT, then drain and return (see the module docstring).
 
@@ -68,6 +99,7 @@ async def serve(config: DaemonConfig) -> None:
         logger.warning("no tokens configured: every request may write, create and read")
     metrics = Metrics()
     async with AsyncExitStack() as stack:
+        stack.enter_context(data_root_lock(config.data_root))
         executor = None
         if config.engine["workers"]:
             executor = await stack.enter_async_context(
@@ -137,6 +169,18 @@ async def serve(config: DaemonConfig) -> None:
 
 
 def run(config: DaemonConfig) -> None:
-    """Configure JSON logging and run :func:`serve` on an asyncio event loop."""
+    """Configure JSON logging and run :func:`serve` on an asyncio event loop.
+
+    Raises:
+        StreamwriteError, OSError: what stopped the daemon from starting (a port in use, a
+            TLS file missing, a declared table that does not open), unwrapped from the task
+            groups it passed through.
+    """
     configure_logging(config.log["level"])
-    anyio.run(serve, config, backend="asyncio")
+    try:
+        anyio.run(serve, config, backend="asyncio")
+    except BaseExceptionGroup as group:
+        error: BaseException = group
+        while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+            error = error.exceptions[0]
+        raise error from None

@@ -209,7 +209,8 @@ def test_bad_input(
     if table is not None:
         assert table_rows(daemon, table) is None
     # Every input of the table is refused: the data root holds no table at all.
-    assert list((daemon.config.parent / "data").iterdir()) == []
+    tables = [p.name for p in (daemon.config.parent / "data").iterdir()]
+    assert tables == [".streamwrite-daemon.lock"], tables
     assert request(daemon, "GET", "/ping")[0] == 204  # still serving
 
 
@@ -389,3 +390,17 @@ def test_a_parse_worker_killed_is_replaced(daemon_factory) -> None:  # type: ign
     assert status == 500 and "parser process died" in error["message"], error
     assert write(daemon, b"pw v=3\n")[0] == 204  # a new worker
     assert sorted(table_rows(daemon, "pw").column("v").to_pylist()) == [1.0, 3.0]  # type: ignore[union-attr]
+
+
+def test_one_daemon_per_data_root(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+
+    daemon = daemon_factory()
+    second = subprocess.run(
+        [sys.executable, "-m", "streamwrite", "serve", "--config", str(daemon.config),
+         "--http-listen", "127.0.0.1:0", "--flight-listen", ""],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert second.returncode == 2 and "Another daemon serves the data root" in second.stderr
+    assert write(daemon, b"still v=1\n")[0] == 204
