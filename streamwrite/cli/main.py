@@ -374,7 +374,15 @@ def _serve(args: argparse.Namespace) -> int:
         value = getattr(args, flag)
         if value is not None:
             overrides.append(f"{key}={json.dumps(value)}")
-    daemon.run(daemon.load_config(args.config, overrides=overrides))
+    config = daemon.load_config(args.config, overrides=overrides)
+    try:
+        run = daemon.run
+    except ImportError as exc:  # aiohttp / prometheus-client: the daemon extra
+        raise ConfigError(
+            f"streamwrite serve needs the daemon extra ({exc.name} is missing): "
+            "pip install 'streamwrite[daemon]'."
+        ) from exc
+    run(config)
     return EXIT_OK
 
 

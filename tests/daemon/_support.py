@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -155,18 +154,3 @@ class Daemon:
                     return entry
             time.sleep(0.02)
         raise AssertionError(f"no {event!r} log line: {self.logs[-5:]}")
-
-
-@pytest.fixture
-def daemon_factory(tmp_path: Path):  # type: ignore[no-untyped-def]
-    started: list[Daemon] = []
-
-    def make(extra: str = "", *, tokens: bool = True, env: dict[str, str] | None = None) -> Daemon:
-        config = write_config(tmp_path / "daemon.toml", tmp_path / "data", extra, tokens=tokens)
-        daemon = Daemon(config, env=env).start()
-        started.append(daemon)
-        return daemon
-
-    yield make
-    for daemon in started:
-        daemon.kill()

@@ -106,3 +106,17 @@ def test_hostile_table_names(name: str) -> None:
 def test_fine_table_names() -> None:
     for name in ("trades", "cpu-usage", "a.b", "x" * 127, "日本"):
         assert check_table_name(name) == name
+
+
+def test_serve_without_the_daemon_extra_says_what_to_install(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['aiohttp'] = None; from streamwrite.cli import main; "
+        f"sys.exit(main(['serve', '--data-root', {str(tmp_path / 'data')!r}]))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "pip install 'streamwrite[daemon]'" in proc.stderr and "aiohttp" in proc.stderr
+    assert not (tmp_path / "data").exists()  # nothing made

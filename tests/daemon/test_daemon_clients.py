@@ -13,9 +13,7 @@ import pyarrow as pa
 import pytest
 
 import streamwrite
-from tests.daemon._support import TOKEN, Daemon, daemon_factory
-
-__all__ = ["daemon_factory"]
+from tests.daemon._support import TOKEN, Daemon
 
 questdb = pytest.importorskip("questdb")
 influxdb_client = pytest.importorskip("influxdb_client")

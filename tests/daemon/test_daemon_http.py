@@ -17,9 +17,7 @@ import pyarrow as pa
 import pytest
 
 import streamwrite
-from tests.daemon._support import NARROW_TOKEN, READ_TOKEN, TOKEN, Daemon, daemon_factory
-
-__all__ = ["daemon_factory"]
+from tests.daemon._support import NARROW_TOKEN, READ_TOKEN, TOKEN, Daemon
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 

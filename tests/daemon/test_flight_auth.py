@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -18,15 +17,9 @@ from tests.daemon._flight_support import (
     bearer,
     make_batch,
     put,
-    serve_flight,
     start_flight_daemon,
 )
 from tests.daemon._support import self_signed
-
-
-@pytest.fixture
-def flight_daemon(tmp_path: Path) -> Iterator[FlightDaemon]:
-    yield from serve_flight(tmp_path)
 
 
 def test_basic_token_handshake(flight_daemon: FlightDaemon) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -33,14 +32,8 @@ from tests.daemon._flight_support import (
     make_batch,
     meta,
     put,
-    serve_flight,
     start_flight_daemon,
 )
-
-
-@pytest.fixture
-def flight_daemon(tmp_path: Path) -> Iterator[FlightDaemon]:
-    yield from serve_flight(tmp_path)
 
 
 def extra_info(exc: fl.FlightError) -> dict[str, object]:

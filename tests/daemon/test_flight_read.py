@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.flight as fl
@@ -22,14 +19,7 @@ from tests.daemon._flight_support import (
     bearer,
     make_batch,
     put,
-    serve_flight,
 )
-
-
-@pytest.fixture
-def flight_daemon(tmp_path: Path) -> Iterator[FlightDaemon]:
-    yield from serve_flight(tmp_path)
-
 
 HOUR_NS = 3_600 * 10**9
 

@@ -6,17 +6,10 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Iterator
-from pathlib import Path
 
 import pyarrow as pa
-import pytest
 
-from tests.daemon._flight_support import TOKEN, FlightDaemon, serve_flight
-
-
-@pytest.fixture
-def flight_daemon(tmp_path: Path) -> Iterator[FlightDaemon]:
-    yield from serve_flight(tmp_path)
+from tests.daemon._flight_support import TOKEN, FlightDaemon
 
 
 def readme_do_put(location: str, token: str) -> list[dict[str, object]]:

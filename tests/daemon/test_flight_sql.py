@@ -5,7 +5,6 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import adbc_driver_flightsql.dbapi as fsql
@@ -21,13 +20,7 @@ from tests.daemon._flight_support import (
     FlightDaemon,
     bearer,
     make_batch,
-    serve_flight,
 )
-
-
-@pytest.fixture
-def flight_daemon(tmp_path: Path) -> Iterator[FlightDaemon]:
-    yield from serve_flight(tmp_path)
 
 
 @contextmanager
