@@ -8,11 +8,14 @@ Rules, each a function returning the violations it finds (empty: the rule holds)
   component of a lower rank, or to its own component. Ranks (DESIGN section 2, with
   ``encode < {reader, writer}`` because the writer turns Arrow into jobs through ``encode``)::
 
-      {errors, lazy} < format < options < {layout, workers} < {arrow, crypto} < {io, pool} < encode
-      < {reader, writer} < live < compaction < table < {skipping, dataset}
-      < {spark, daemon} < cli < testing         (``streamwrite.__main__`` counts as cli)
+      {errors, lazy} < format < options < {layout, workers} < {arrow, crypto} < {io, pool}
+      < {encode, predicate} < {reader, writer} < live < compaction < skipping < table
+      < {dataset, inspect} < {spark, daemon} < cli < testing   (``streamwrite.__main__``: cli)
 
-  (``cli`` sits above ``daemon`` because ``streamwrite serve`` runs it.) Two components of one
+  (``cli`` sits above ``daemon`` because ``streamwrite serve`` runs it. ``predicate``, the
+  filter expressions and their three-valued pruning, sits below the reader because
+  ``ParquetFile.read(filters=)`` prunes row groups and pages; ``skipping``, the table's
+  skipping store, sits below ``table`` because every commit and compaction maintains it.) Two components of one
   rank do not import each other; ``cli``, ``spark``, ``daemon`` and
   ``testing`` may import the top-level package (the public API), nothing else may.
 - :func:`banned_imports`: ring 1 (``format``, ``layout``) and the modules below it import no
@@ -44,18 +47,19 @@ RANKS: dict[str, int] = {
     "io": 5,
     "pool": 5,
     "encode": 6,
+    "predicate": 6,
     "reader": 7,
     "writer": 7,
     "live": 8,
     "compaction": 9,
-    "table": 10,
-    "skipping": 11,
-    "dataset": 11,
-    "inspect": 11,
-    "spark": 12,
-    "daemon": 12,
-    "cli": 13,
-    "testing": 14,
+    "skipping": 10,
+    "table": 11,
+    "dataset": 12,
+    "inspect": 12,
+    "spark": 13,
+    "daemon": 13,
+    "cli": 14,
+    "testing": 15,
 }
 """Rank of each component (the first name under ``streamwrite``, or ``workers``)."""
 
