@@ -269,14 +269,28 @@ def _is_in(column: str, options: pa.StructScalar, text: str) -> Expr:
 
 
 def _scalar(value: object) -> Any:
-    return value if isinstance(value, pa.Scalar) else pa.scalar(value)
+    if isinstance(value, pa.Scalar):
+        return value
+    try:
+        return pa.scalar(value)
+    except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise ConfigError(
+            f"The filter literal {value!r} has no Arrow type of its own ({exc}); bind the "
+            "filter to the schema first, which compares it with the column's type."
+        ) from exc
 
 
 def _value_set(values: tuple[object, ...]) -> pa.Array:
     scalars = [_scalar(v) for v in values]
     types = {s.type for s in scalars if not pa.types.is_null(s.type)}
     target = types.pop() if len(types) == 1 else None
-    array = pa.array([s.as_py() for s in scalars], type=target)
+    try:
+        array = pa.array([s.as_py() for s in scalars], type=target)
+    except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise ConfigError(
+            f"The IN values {values!r} do not make one Arrow array ({exc}); bind the filter "
+            "to the schema first."
+        ) from exc
     if pa.types.is_floating(array.type):
         floats = [s.as_py() for s in scalars]
         zero = [f for f in floats if f is not None and f == 0.0]
