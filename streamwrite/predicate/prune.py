@@ -130,6 +130,8 @@ class _Leaf:
         self.nulls = rows & (~nc_known | (null_count > 0))
         self.nonnull = rows & ~(nc_known & nv_known & (null_count >= num_values))
         bounds = stats.min if stats.min is not None else stats.max
+        if bounds is None and stats.value_sets is not None:
+            bounds = next((v for v in stats.value_sets if v is not None), None)
         self.vtype = value_type(bounds.type) if bounds is not None else None
         self.floating = self.vtype is not None and pa.types.is_floating(self.vtype)
         nan_count, nan_known = _known(stats.nan_count, n)
@@ -241,7 +243,13 @@ class _Leaf:
         ones = np.ones((self.n, len(literals)), bool)
         if self.stats.might_contain is None or not literals:
             return ones
-        return np.asarray(self.stats.might_contain(pa.array(literals, literals[0].type)), bool)
+        array = pa.array(literals, literals[0].type)
+        result = np.asarray(self.stats.might_contain(array), bool).copy()
+        if pa.types.is_floating(array.type):
+            # a bloom filter hashes the bits: -0.0 and 0.0 differ there, not in value
+            zero = np.asarray(pc.equal(array, 0).to_numpy(zero_copy_only=False), bool)
+            result[:, zero] = True
+        return result
 
     def is_in(self, expr: IsIn) -> tuple[Bits, Bits]:
         scalars = []
@@ -260,18 +268,16 @@ class _Leaf:
         if self.vtype is None:
             return t | self.regular, f | self.regular
         if regular_lits:
-            bloom = self._bloom(regular_lits)
-            any_equal = np.zeros(self.n, bool)
-            proven = np.zeros(self.n, bool)
-            for j, literal in enumerate(regular_lits):
-                inside = self.cmp(self.min, pc.less_equal, literal) & self.cmp(
-                    self.max, pc.greater_equal, literal
-                )
-                any_equal |= inside & bloom[:, j]
-                proven |= self._eq_exact(self.min, literal, self.stats.min_exact) & self._eq_exact(
-                    self.max, literal, self.stats.max_exact
-                )
-            t |= self.regular & any_equal
+            literals = pa.array(regular_lits, regular_lits[0].type)
+            n = self.n
+            lo_ok = _matrix(self.min, literals, np.less_equal, n)  # (N, L): min <= l
+            hi_ok = _matrix(self.max, literals, np.greater_equal, n)
+            inside = lo_ok & hi_ok & self._bloom(regular_lits)
+            lo_eq = _matrix(self.min, literals, np.equal, n, unknown=False)
+            hi_eq = _matrix(self.max, literals, np.equal, n, unknown=False)
+            exact = self._exact(self.stats.min_exact) & self._exact(self.stats.max_exact)
+            proven = (lo_eq & hi_eq).any(axis=1) & exact
+            t |= self.regular & inside.any(axis=1)
             f |= self.regular & ~proven
         else:
             f |= self.regular
@@ -316,6 +322,38 @@ class _Leaf:
             np.where(known, (t & set_t) | null_t, t),
             np.where(known, (f & set_f) | null_f, f),
         )
+
+
+def _comparable(array: pa.Array) -> tuple[npt.NDArray[Any], Bits]:
+    """``array`` as numpy values that compare as Arrow compares them, and its null mask."""
+    nulls = np.asarray(array.is_null().to_numpy(zero_copy_only=False), bool)
+    kind = array.type
+    if pa.types.is_floating(kind) or pa.types.is_integer(kind) or pa.types.is_boolean(kind):
+        filled = pc.fill_null(array, pa.scalar(0, kind) if not pa.types.is_boolean(kind) else False)
+        return np.asarray(filled.to_numpy(zero_copy_only=False)), nulls
+    if pa.types.is_temporal(kind) and kind.bit_width in (32, 64):
+        ints = pc.fill_null(array.view(pa.int64() if kind.bit_width == 64 else pa.int32()), 0)
+        return np.asarray(ints.to_numpy(zero_copy_only=False)), nulls
+    values = np.empty(len(array), object)
+    values[:] = array.to_pylist()  # str compares by code point = UTF-8 byte order; bytes bytewise
+    return values, nulls
+
+
+def _matrix(
+    bound: pa.Array | None, literals: pa.Array, compare: Any, n: int, unknown: bool = True
+) -> npt.NDArray[np.bool_]:
+    """``compare(bound[i], literals[j])`` as an (N, L) matrix; an unknown bound: ``unknown``."""
+    if bound is None:
+        return np.full((n, len(literals)), unknown, bool)
+    if literals.type != bound.type:
+        literals = literals.cast(bound.type)
+    values, nulls = _comparable(bound)
+    lits, _ = _comparable(literals)
+    if values.dtype == object and nulls.any():
+        values[nulls] = lits[0]
+    result = np.asarray(compare(values[:, None], lits[None, :]), bool)
+    result[nulls] = unknown
+    return result
 
 
 def _kind(value: object) -> str:
