@@ -102,7 +102,17 @@ def prune_bits(expr: Expr, containers: Containers) -> tuple[Bits, Bits]:
     return _Leaf(stats, n).bits(expr)
 
 
+def _array(values: Any) -> pa.Array | None:
+    """Statistics given as a ChunkedArray, numpy array or list, as one Arrow array."""
+    if values is None or isinstance(values, pa.Array):
+        return values
+    if isinstance(values, pa.ChunkedArray):
+        return values.combine_chunks()
+    return pa.array(values)
+
+
 def _known(array: pa.Array | None, n: int) -> tuple[npt.NDArray[np.int64], Bits]:
+    array = _array(array)
     if array is None:
         return np.zeros(n, np.int64), np.zeros(n, bool)
     values = pc.fill_null(array.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
@@ -129,7 +139,7 @@ class _Leaf:
         null_count, nc_known = _known(stats.null_count, n)
         self.nulls = rows & (~nc_known | (null_count > 0))
         self.nonnull = rows & ~(nc_known & nv_known & (null_count >= num_values))
-        bounds = stats.min if stats.min is not None else stats.max
+        bounds = _array(stats.min if stats.min is not None else stats.max)
         if bounds is None and stats.value_sets is not None:
             bounds = next((v for v in stats.value_sets if v is not None), None)
         self.vtype = value_type(bounds.type) if bounds is not None else None
@@ -146,6 +156,7 @@ class _Leaf:
         self.max = self._bound(stats.max)
 
     def _bound(self, array: pa.Array | None) -> pa.Array | None:
+        array = _array(array)
         if array is None:
             return None
         if pa.types.is_dictionary(array.type):
@@ -252,9 +263,14 @@ class _Leaf:
         return result
 
     def is_in(self, expr: IsIn) -> tuple[Bits, Bits]:
+        if self.vtype is None:  # nothing typed is known: only the null and NaN rows
+            known_kinds = {_kind(v) for v in expr.values}
+            t = (self.nan & ("nan" in known_kinds)) | (self.nulls & ("null" in known_kinds))
+            f = (self.nan & ("nan" not in known_kinds)) | (self.nulls & ("null" not in known_kinds))
+            return t | self.regular, f | self.regular
         scalars = []
         for v in expr.values:
-            if self.vtype is not None and not (isinstance(v, pa.Scalar) and v.type == self.vtype):
+            if not (isinstance(v, pa.Scalar) and v.type == self.vtype):
                 bound = coerce_compare(expr.column, "==", v, self.vtype)
                 if not (isinstance(bound, Compare) and bound.op == "=="):
                     continue  # no value of the type equals it
@@ -265,8 +281,6 @@ class _Leaf:
         regular_lits = [s for s, k in zip(scalars, kinds, strict=True) if k == "regular"]
         t = (self.nan & has_nan) | (self.nulls & has_null)
         f = (self.nan & (not has_nan)) | (self.nulls & (not has_null))
-        if self.vtype is None:
-            return t | self.regular, f | self.regular
         if regular_lits:
             literals = pa.array(regular_lits, regular_lits[0].type)
             n = self.n

@@ -334,6 +334,25 @@ def test_timestamps_compare_as_instants() -> None:
     )
 
 
+def test_is_null_with_nan_is_null_on_any_column() -> None:
+    table = pa.table(
+        {
+            "s": pa.array(["a", None]),
+            "f": pa.array(
+                [
+                    float("nan"),
+                    None,
+                ]
+            )[:2],
+        }
+    )
+    for name, expected in (("s", 1), ("f", 2)):
+        expression = pc.field(name).is_null(nan_is_null=True)
+        bound = bind(expression, table.schema)
+        assert table.filter(to_arrow(bound)).num_rows == table.filter(expression).num_rows
+        assert table.filter(expression).num_rows == expected
+
+
 def test_columns_and_describe() -> None:
     expr = parse_filters(
         ((pc.field("price") > 10) & pc.field("sym").isin(["A", "B's"])) | ~pc.field("ts").is_null()
