@@ -42,6 +42,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from streamwrite.errors import ConfigError
 from streamwrite.predicate.bind import coerce_compare, value_type
 from streamwrite.predicate.expr import (
     And,
@@ -99,7 +100,27 @@ def prune_bits(expr: Expr, containers: Containers) -> tuple[Bits, Bits]:
     stats = containers.columns.get(expr.column)
     if stats is None:
         return np.ones(n, bool), np.ones(n, bool)
+    _check_lengths(expr.column, stats, n)
     return _Leaf(stats, n).bits(expr)
+
+
+def _check_lengths(column: str, stats: ColumnStats, n: int) -> None:
+    for name in (
+        "num_values",
+        "null_count",
+        "min",
+        "max",
+        "min_exact",
+        "max_exact",
+        "nan_count",
+        "value_sets",
+    ):
+        value = getattr(stats, name)
+        if value is not None and len(value) != n:
+            raise ConfigError(
+                f"ColumnStats.{name} of column {column!r} has {len(value)} entries for "
+                f"{n} containers."
+            )
 
 
 def _array(values: Any) -> pa.Array | None:
