@@ -28,8 +28,10 @@ bounds ``[min, max]`` (unknown bound: no constraint)::
 
 ``succ(p)`` is the least byte string above every string starting with ``p`` (last non-0xFF byte
 incremented, the rest dropped; none for an empty or all-0xFF prefix); strings compare as UTF-8
-bytes. Bloom filters cut ``T`` of ``==`` and ``IN`` (never ``F``); value sets evaluate the leaf on
-the set's values (an exact answer for the non-null rows) and cut both bits.
+bytes. Bloom filters cut ``T`` of ``==`` and ``IN`` (never ``F``), and only for a literal of the
+column's type (bound) that is not a float zero (a bloom filter hashes the bits of -0.0 and 0.0
+apart); value sets evaluate the leaf on the set's values (an exact answer for the non-null rows)
+and cut both bits. ``min == max == v`` proves presence only where both bounds are exact.
 """
 
 from __future__ import annotations
