@@ -368,3 +368,15 @@ def test_columns_and_describe() -> None:
     assert columns(expr) == frozenset({"price", "sym", "ts"})
     assert describe(expr) == "(price > 10 AND sym IN ('A', 'B''s')) OR NOT (ts IS NULL)"
     assert describe(StartsWith("my col", "x")) == "\"my col\" LIKE 'x' || '%'"
+
+
+def test_readme_snippet() -> None:
+    """The snippet of the README section on filter semantics (kept in step with it)."""
+    schema = pa.schema([("price", pa.float64()), ("qty", pa.int8())])
+    expr = bind(~(pc.field("price") < 10) & (pc.field("qty") < 1000), schema)
+    assert describe(expr) == "NOT (price < 10.0) AND qty <= 127"
+    table = pa.table(
+        {"price": [3.0, math.nan, None, 12.0], "qty": pa.array([1, 2, 3, None], pa.int8())}
+    )
+    rows = table.filter(to_arrow(expr)).to_pylist()
+    assert len(rows) == 1 and math.isnan(rows[0]["price"]) and rows[0]["qty"] == 2
