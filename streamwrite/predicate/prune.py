@@ -80,18 +80,24 @@ def prune(expr: Expr, containers: Containers) -> Bits:
     return prune_bits(expr, containers)[0]
 
 
-def prune_bits(expr: Expr, containers: Containers) -> tuple[Bits, Bits]:
-    """``(can_true, can_false)`` of ``expr`` over ``containers`` (module docstring)."""
+def prune_bits(
+    expr: Expr, containers: Containers, leaves: dict[str, _Leaf] | None = None
+) -> tuple[Bits, Bits]:
+    """``(can_true, can_false)`` of ``expr`` over ``containers`` (module docstring).
+
+    ``leaves`` caches each column's statistics, read once per call.
+    """
     n = containers.num_containers
+    leaves = {} if leaves is None else leaves
     if isinstance(expr, Not):
-        can_true, can_false = prune_bits(expr.child, containers)
+        can_true, can_false = prune_bits(expr.child, containers, leaves)
         return can_false, can_true
     if isinstance(expr, And | Or):
         is_and = isinstance(expr, And)
         can_true = np.full(n, is_and)
         can_false = np.full(n, not is_and)
         for child in expr.children:
-            t, f = prune_bits(child, containers)
+            t, f = prune_bits(child, containers, leaves)
             if is_and:
                 can_true, can_false = can_true & t, can_false | f
             else:
@@ -102,8 +108,11 @@ def prune_bits(expr: Expr, containers: Containers) -> tuple[Bits, Bits]:
     stats = containers.columns.get(expr.column)
     if stats is None:
         return np.ones(n, bool), np.ones(n, bool)
-    _check_lengths(expr.column, stats, n)
-    return _Leaf(stats, n).bits(expr)
+    leaf = leaves.get(expr.column)
+    if leaf is None:
+        _check_lengths(expr.column, stats, n)
+        leaf = leaves[expr.column] = _Leaf(stats, n)
+    return leaf.bits(expr)
 
 
 def _check_lengths(column: str, stats: ColumnStats, n: int) -> None:
