@@ -205,7 +205,9 @@ class _Leaf:
         if bound is None:
             return np.ones(self.n, bool)
         if bound.type != literal.type:
-            literal = literal.cast(bound.type)
+            literal = _cast(literal, bound.type)
+            if literal is None:
+                return np.ones(self.n, bool)
         return _np(fn(bound, literal))
 
     def bits(self, expr: Expr) -> tuple[Bits, Bits]:
@@ -276,7 +278,9 @@ class _Leaf:
         if bound is None:
             return np.zeros(self.n, bool)
         if bound.type != literal.type:
-            literal = literal.cast(bound.type)
+            literal = _cast(literal, bound.type)
+            if literal is None:
+                return np.zeros(self.n, bool)
         equal = np.asarray(
             pc.fill_null(pc.equal(bound, literal), False).to_numpy(zero_copy_only=False), bool
         )
@@ -370,6 +374,15 @@ class _Leaf:
         )
 
 
+def _cast(value: Any, target: pa.DataType) -> Any:
+    """``value`` (scalar or array) cast exactly to the bounds' type; None if it cannot be
+    (then the bounds tell nothing about it)."""
+    try:
+        return value.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+
+
 def _comparable(array: pa.Array) -> tuple[npt.NDArray[Any], Bits]:
     """``array`` as numpy values that compare as Arrow compares them, and its null mask."""
     nulls = np.asarray(array.is_null().to_numpy(zero_copy_only=False), bool)
@@ -392,7 +405,10 @@ def _matrix(
     if bound is None:
         return np.full((n, len(literals)), unknown, bool)
     if literals.type != bound.type:
-        literals = literals.cast(bound.type)
+        cast = _cast(literals, bound.type)
+        if cast is None:
+            return np.full((n, len(literals)), unknown, bool)
+        literals = cast
     values, nulls = _comparable(bound)
     lits, _ = _comparable(literals)
     if values.dtype == object and nulls.any():
