@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from streamwrite.predicate import (
     ColumnStats,
     Containers,
+    Not,
     RowRanges,
     bind,
     prune,
@@ -32,7 +33,7 @@ from streamwrite.predicate import (
     to_arrow,
 )
 
-from ._strategies import TYPES, chunks, filters, make_array
+from ._strategies import FAMILIES, chunks, column_types, filters, make_array
 from ._support import writer_stats
 
 EXAMPLES = int(os.environ.get("STREAMWRITE_PRUNE_EXAMPLES", "200"))
@@ -61,8 +62,10 @@ def _bloom(arrays: list[pa.Array], noise: list[bool]) -> Any:
 
 
 @st.composite
-def cases(draw: st.DrawFn) -> tuple[list[pa.Table], Containers]:
-    t = draw(st.sampled_from(TYPES))
+def cases(
+    draw: st.DrawFn, types: st.SearchStrategy[pa.DataType] = column_types
+) -> tuple[list[pa.Table], Containers]:
+    t = draw(types)
     parts = draw(chunks(t))
     sizes = [len(p) for p in parts]
     keys = [
@@ -100,20 +103,37 @@ def cases(draw: st.DrawFn) -> tuple[list[pa.Table], Containers]:
     return tables, Containers(len(tables), columns)
 
 
+def _never_drops(data: st.DataObject, types: st.SearchStrategy[pa.DataType]) -> None:
+    tables, containers = data.draw(cases(types))
+    full = pa.concat_tables(tables)
+    drawn = data.draw(filters(full.select(["x", "k"])))
+    for expr in (drawn, Not(drawn)):  # both polarities: a NOT above exercises can_false
+        bound = bind(expr, full.schema)
+        truth = to_arrow(bound)
+        keep = prune(bound, containers)
+        keep_unbound = prune(expr, containers)
+        for i, table in enumerate(tables):
+            if table.filter(truth).num_rows:
+                assert keep[i], (i, bound, table.to_pylist(), containers.columns["x"])
+                assert keep_unbound[i], (i, expr, table.to_pylist())
+
+
 @SETTINGS
 @given(st.data())
 def test_prune_never_drops_a_matching_container(data: st.DataObject) -> None:
-    tables, containers = data.draw(cases())
-    full = pa.concat_tables(tables)
-    expr = data.draw(filters(full.select(["x", "k"])))
-    bound = bind(expr, full.schema)
-    truth = to_arrow(bound)
-    keep = prune(bound, containers)
-    keep_unbound = prune(expr, containers)
-    for i, table in enumerate(tables):
-        if table.filter(truth).num_rows:
-            assert keep[i], (i, bound, table.to_pylist(), containers.columns["x"])
-            assert keep_unbound[i], (i, expr, table.to_pylist())
+    _never_drops(data, column_types)
+
+
+@SETTINGS
+@given(st.data())
+def test_prune_never_drops_floats_with_nan_and_zeros(data: st.DataObject) -> None:
+    _never_drops(data, st.sampled_from(FAMILIES[0]))
+
+
+@SETTINGS
+@given(st.data())
+def test_prune_never_drops_truncated_strings(data: st.DataObject) -> None:
+    _never_drops(data, st.sampled_from([*FAMILIES[2], *FAMILIES[-1]]))
 
 
 @SETTINGS
@@ -131,8 +151,18 @@ def test_prune_fragments_never_drops_a_matching_row(data: st.DataObject) -> None
             full.column(name).slice(a, b - a).combine_chunks()
             for a, b in itertools.pairwise(bounds)
         ]
-        pages[name] = (first_rows, writer_stats(arrays, with_null_count=data.draw(st.booleans())))
-    expr = bind(data.draw(filters(full.select(["x", "k"]))), full.schema)
+        stats = writer_stats(
+            arrays,
+            with_null_count=data.draw(st.booleans()),
+            with_nan_count=data.draw(st.booleans()),
+            value_sets=data.draw(st.booleans()),
+        )
+        if data.draw(st.booleans()):
+            noise = [data.draw(st.booleans()) for _ in arrays]
+            stats = ColumnStats(**{**stats.__dict__, "might_contain": _bloom(arrays, noise)})
+        pages[name] = (first_rows, stats)
+    drawn = bind(data.draw(filters(full.select(["x", "k"]))), full.schema)
+    expr = Not(drawn) if data.draw(st.booleans()) else drawn
     ranges = prune_fragments(expr, pages, num_rows)
     matching = full.filter(to_arrow(expr)).column("row").to_pylist()
     mask = ranges.mask(num_rows)
