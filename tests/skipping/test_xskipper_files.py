@@ -12,7 +12,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.feather as feather
 import pyarrow.parquet as pq
-import pytest
 
 from streamwrite.crypto import EncryptionConfig, InMemoryKms, KeyWrapper
 from streamwrite.crypto.encryption import FileEncryption
@@ -302,7 +301,8 @@ def test_encryption_labels_in_obj_name_metadata(tmp_path: Path) -> None:
         "tableIdentifier": "/t",
         "version": 4,
         "encryption": {
-            "encryption.column.keys": "kf:obj_name,virtual_date;kd:symbol_valuelist_6,symbol_bloomfilter_6;kc:price_minmax_5",
+            "encryption.column.keys": "kf:obj_name,virtual_date;"
+            "kd:symbol_valuelist_6,symbol_bloomfilter_6;kc:price_minmax_5",
             "encryption.footer.key": "kf",
         },
     }
