@@ -18,9 +18,11 @@ Rules: every call writes new files (or only adds bits), fsyncs them and returns 
 the table publishes it in ``_txn`` afterwards. A crash before the publish leaves files that
 the published state does not name: :meth:`SkippingStore.open` deletes those xskipper files, and
 extra bits of unpublished slots only cost reads. A call assumes the state returned by the
-previous call was published (it then deletes what that state no longer names: older lookup
-generations and min/max files). Retired segments leave the state at once; an xskipper file all
-of whose rows are retired is deleted, a file with live rows keeps its stale rows (harmless:
+previous call was published; it then deletes the lookup generations and min/max files that
+neither that state nor the one before it names (one call of grace for readers pinned to the
+previous ``_txn``; a reader whose files are gone finds nothing and reads every segment).
+Retired segments leave the state at once; an xskipper file all of whose rows are retired is
+deleted, a file with live rows keeps its stale rows (harmless:
 their ``obj_name`` names a file that no longer exists) until :meth:`SkippingStore.rebuild`.
 Segments not in the store are always read.
 """
