@@ -16,7 +16,7 @@ State (a JSON-able dict the table keeps in ``_txn``; :attr:`SkippingStore.state`
 
 Rules: every call writes new files (or only adds bits), fsyncs them and returns the new state;
 the table publishes it in ``_txn`` afterwards. A crash before the publish leaves files that
-the published state does not name: :meth:`SkippingStore.open` deletes those xskipper files, and
+the published state does not name: the next maintenance call deletes those xskipper files, and
 extra bits of unpublished slots only cost reads. A call assumes the state returned by the
 previous call was published; it then deletes the lookup generations and min/max files that
 neither that state nor the one before it names (one call of grace for readers pinned to the
@@ -104,6 +104,7 @@ class SkippingStore:
         self._state: dict[str, Any] = _copy(state)
         self._previous: dict[str, Any] = _copy(state)
         self._slices: dict[str, SliceFile] = {}
+        self._minmax_cache: tuple[tuple[str, int, int], pa.Table] | None = None
         self.last_lookup_size = 0
 
     # -- opening and state ----------------------------------------------------------------
@@ -417,9 +418,10 @@ class SkippingStore:
         num_values = None
         if any(i.kind == "minmax" for i in kinds) and self._state["minmax"] is not None:
             names = [f"{column}.{w}" for w in ("min", "max", "nulls", "nans", "rows")]
-            table, size = read_minmax(self._lookup_dir() / self._state["minmax"], names)
-            self.last_lookup_size += size
+            table = self._minmax_table()
             if table is not None:
+                table = table.select(names)
+                self.last_lookup_size += int(table.nbytes)
                 lo, hi, nulls, nans, rows = (table.column(c).chunk(0).take(take) for c in names)
                 null_count, nan_count = nulls, nans
                 if not unknown.any():
@@ -448,6 +450,23 @@ class SkippingStore:
             nan_count=nan_count if pa.types.is_floating(dtype) else None,
             might_contain=might_contain,
         )
+
+    def _minmax_table(self) -> pa.Table | None:
+        """The current min/max file, cached by (name, mtime, size): files are written once
+        under a name (a crashed call's file may be replaced, with a new mtime)."""
+        path = self._lookup_dir() / self._state["minmax"]
+        try:
+            info = path.stat()
+        except FileNotFoundError:
+            return None
+        key = (str(path), info.st_mtime_ns, info.st_size)
+        if self._minmax_cache is None or self._minmax_cache[0] != key:
+            names = pa.ipc.open_file(pa.memory_map(str(path), "r")).schema.names
+            table, _ = read_minmax(path, names)
+            if table is None:
+                return None
+            self._minmax_cache = (key, table)
+        return self._minmax_cache[1]
 
     def prune(self, expr: Expr, segments: Sequence[str]) -> npt.NDArray[np.bool_]:
         """Which segments might hold a row where ``expr`` (a bound filter) is TRUE.
