@@ -159,8 +159,7 @@ class SliceFile:
                         block, bit = divmod(slot, SLOTS_PER_BLOCK)
                         words[block * self.bit_size + pos] |= np.uint64(1) << np.uint64(bit)
                     del words
-                    region.flush()
-                os.fsync(fd)
+                os.fsync(fd)  # writes back the mapping's dirty pages too (no msync needed)
             finally:
                 os.close(fd)
         except OSError as exc:

@@ -333,11 +333,12 @@ class SkippingStore:
     ) -> None:
         lookup = self.directory / "_lookup" / f"g{new['generation']}"
         try:
-            lookup.mkdir(parents=True, exist_ok=True)
-            current = lookup
-            while current != self.table_path and current.parent != current:
-                fsync_directory(current.parent)
-                current = current.parent
+            if not lookup.is_dir():
+                lookup.mkdir(parents=True)
+                current = lookup
+                while current != self.table_path and current.parent != current:
+                    fsync_directory(current.parent)
+                    current = current.parent
         except OSError as exc:
             raise StreamwriteIOError(f"Creating {lookup} failed: {exc}.") from exc
         for index in self.config.store_indexes:
