@@ -21,9 +21,9 @@ extra bits of unpublished slots only cost reads. A call assumes the state return
 previous call was published; it then deletes the lookup generations and min/max files that
 neither that state nor the one before it names (one call of grace for readers pinned to the
 previous ``_txn``; a reader whose files are gone finds nothing and reads every segment).
-Retired segments leave the state at once; an xskipper file all of whose rows are retired is
-deleted, a file with live rows keeps its stale rows (harmless:
-their ``obj_name`` names a file that no longer exists) until :meth:`SkippingStore.rebuild`.
+Retired segments leave the state at once, and their xskipper rows with them: a file all of
+whose rows are retired is deleted, a file with live rows is rewritten without the retired ones
+(read back with pyarrow, through the table's KMS when encrypted), in the same call.
 Segments not in the store are always read.
 """
 
@@ -59,7 +59,10 @@ from streamwrite.skipping.lookup import (
 )
 from streamwrite.skipping.sketch import normalize_values
 from streamwrite.skipping.xskipper import (
+    ROWS_KEY,
+    SPARK_SCHEMA_KEY,
     StoreEntry,
+    read_store_file,
     store_directory,
     store_encryption,
     table_identifier,
@@ -240,15 +243,46 @@ class SkippingStore:
         self._collect()
         self._previous = _copy(self._state)
         new = _copy(self._state)
+        touched = set()
         for name in segment_names:
-            new["segments"].pop(name, None)
+            found = new["segments"].pop(name, None)
+            if found is not None:
+                touched.add(found[2])
         live_files = {v[2] for v in new["segments"].values()}
         gone = [f for f in new["files"] if f not in live_files]
-        new["files"] = [f for f in new["files"] if f in live_files]
+        replaced = [f for f in new["files"] if f in live_files and f in touched]
+        for name in replaced:
+            rewritten = self._rewrite_without(name, new["segments"])
+            new["files"][new["files"].index(name)] = rewritten
+            for entry in new["segments"].values():
+                if entry[2] == name:
+                    entry[2] = rewritten
+        new["files"] = [f for f in new["files"] if f not in gone]
         self._state = new
-        for name in gone:
+        for name in [*gone, *replaced]:
             (self.directory / name).unlink(missing_ok=True)
         return self.state
+
+    def _rewrite_without(self, name: str, live: Mapping[str, Any]) -> str:
+        """Write a copy of store file ``name`` holding only the rows of ``live`` segments.
+
+        Returns:
+            The new file's name.
+        """
+        table, meta = read_store_file(self.directory / name, self._encryption)
+        rows = json.loads(meta[ROWS_KEY])
+        keep = [str(segment) in live for segment, _ in rows]
+        kept_rows = [(str(seg), int(size)) for (seg, size), k in zip(rows, keep, strict=True) if k]
+        partitions = self._partition_types(self._state)
+        encryption = store_encryption(self._encryption, self.config, list(partitions))
+        new_name, _ = write_store_file(
+            self.directory,
+            table.filter(pa.array(keep, pa.bool_())),
+            meta[SPARK_SCHEMA_KEY],
+            kept_rows,
+            encryption,
+        )
+        return new_name
 
     def rebuild(self, entries: Sequence[StoreEntry]) -> dict[str, Any]:
         """Replace the whole store with ``entries`` (a new generation: consolidation,

@@ -463,6 +463,45 @@ def write_store_file(
     return name, len(data)
 
 
+def read_store_file(
+    path: Path, table_encryption: FileEncryption | None
+) -> tuple[pa.Table, dict[str, str]]:
+    """Read back one store file (pyarrow; encrypted files through the table's KMS).
+
+    Returns:
+        ``(rows, key/value metadata)``.
+
+    Raises:
+        StreamwriteIOError: The file cannot be read.
+    """
+    import pyarrow.parquet as pq
+
+    props = None
+    if table_encryption is not None:
+        import pyarrow.parquet.encryption as pe
+
+        keys = table_encryption.keys
+        assert isinstance(keys, KeyWrapper)
+        kms = keys.kms
+
+        class _Client(pe.KmsClient):  # type: ignore[misc]
+            def wrap_key(self, key_bytes: bytes, master_key_identifier: str) -> str:
+                return kms.wrap_key(key_bytes, master_key_identifier)
+
+            def unwrap_key(self, wrapped_key: str, master_key_identifier: str) -> bytes:
+                return kms.unwrap_key(wrapped_key, master_key_identifier)
+
+        factory = pe.CryptoFactory(lambda _config: _Client())
+        props = factory.file_decryption_properties(pe.KmsConnectionConfig())
+    try:
+        pf = pq.ParquetFile(path, decryption_properties=props)
+        table = pf.read()
+        meta = {k.decode(): v.decode() for k, v in (pf.metadata.metadata or {}).items()}
+    except (OSError, ValueError) as exc:
+        raise StreamwriteIOError(f"Reading skipping store file {path} failed: {exc}.") from exc
+    return table, meta
+
+
 def empty_bloom(index: IndexSpec) -> SparkBloomFilter:
     """Returns: the empty filter of ``index`` (an all-null segment's bloom value)."""
     return SparkBloomFilter.create(index.ndv, index.fpp)

@@ -240,3 +240,25 @@ def test_config_mismatch_and_foreign_sketch(tmp_path: Path) -> None:
         SkippingStore.open(tmp_path, CONFIG, {"format": 99})
     assert "needs rebuild" in changed.show()
     assert "symbol: bloom (lookup slices" in store.show()
+
+
+def test_remove_rewrites_a_file_with_live_rows(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from streamwrite.skipping.xskipper import ROWS_KEY
+
+    rng = np.random.default_rng(9)
+    tables = [_segment(rng, i) for i in range(6)]
+    entries = _entries(tmp_path, tables)
+    store = SkippingStore.open(tmp_path, CONFIG)
+    (old,) = store.add_sealed(entries)["files"]
+    state = store.remove(["seg1", "seg4"])
+    (new,) = state["files"]
+    directory = store_directory(tmp_path)
+    assert new != old and not (directory / old).exists()
+    rows = pq.read_table(directory / new)
+    kept = [e for e in entries if e.segment not in ("seg1", "seg4")]
+    assert rows.column("obj_name").to_pylist() == [f"{e.path}#{e.mtime_ms}" for e in kept]
+    meta = pq.ParquetFile(directory / new).metadata.metadata
+    assert json.loads(meta[ROWS_KEY.encode()]) == [[e.segment, e.committed_size] for e in kept]
+    assert {v[2] for v in state["segments"].values()} == {new}

@@ -279,6 +279,15 @@ def test_encrypted_store_labels_and_pyarrow_with_keys(tmp_path: Path) -> None:
     assert results["nokeys"].startswith("error")
     raw = path.read_bytes()
     assert all(key not in raw for key in MASTER_KEYS.values())
+    # Retiring a segment rewrites the encrypted file without its row (read back via the KMS).
+    state = store.remove([_entries(table_dir)[1].segment])
+    (rewritten,) = state["files"]
+    remaining = [r for i, r in enumerate(_expected_rows(table_dir)) if i != 1]
+    feather.write_feather(pa.Table.from_pylist(remaining), expected_path)
+    new_path = store_directory(table_dir) / rewritten
+    assert new_path.read_bytes()[:4] == b"PARE"
+    again = run_pyarrow(tmp_path, [_job("rewritten", new_path, expected_path, columns=columns)])
+    assert again == {"rewritten": "ok"}
 
 
 def test_encryption_labels_in_obj_name_metadata(tmp_path: Path) -> None:
