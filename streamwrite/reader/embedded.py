@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from streamwrite.errors import CorruptFileError
 from streamwrite.format.index import (
@@ -79,6 +80,24 @@ def _from_int64(
 def _u32(body: bytes, pos: int, count: int) -> npt.NDArray[np.uint32]:
     out = np.frombuffer(body, dtype="<u4", count=count, offset=pos)
     return out
+
+
+def _set_bounds(sets: Sequence[pa.Array | None], arrow_type: pa.DataType) -> ColumnStats:
+    """Exact per-container bounds of value sets (null: unknown set or an empty one)."""
+    lows: list[object] = []
+    highs: list[object] = []
+    for values in sets:
+        if values is None or not len(values):
+            lows.append(None)
+            highs.append(None)
+            continue
+        bounds = pc.min_max(values)
+        lows.append(bounds["min"])
+        highs.append(bounds["max"])
+    return ColumnStats(
+        min=pa.array(lows, arrow_type) if lows else pa.array([], arrow_type),
+        max=pa.array(highs, arrow_type) if highs else pa.array([], arrow_type),
+    )
 
 
 @dataclass
@@ -168,7 +187,9 @@ class EmbeddedIndex:
         num_values = int(struct.unpack_from("<I", body, 1)[0])
         pos = 5
         arrow_type = self._arrow_type(column)
-        if kind == ValueKind.INT64:
+        if kind == ValueKind.INT64 and not num_values:
+            values = pa.array([], arrow_type)  # an all-null column: no kind fixed yet
+        elif kind == ValueKind.INT64:
             ints = np.frombuffer(body, dtype="<i8", count=num_values, offset=pos)
             values = _from_int64(ints, arrow_type, None)
             pos += 8 * num_values
@@ -340,7 +361,11 @@ class EmbeddedIndex:
             distinct = self.distinct(name)
             if time is None and distinct is None:
                 continue
-            base = time if time is not None else ColumnStats()
+            if time is not None:
+                base = time
+            else:
+                assert distinct is not None
+                base = _set_bounds(distinct[1], self._arrow_type(name))
             stats[name] = ColumnStats(
                 num_values=base.num_values,
                 null_count=base.null_count,
