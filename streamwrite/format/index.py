@@ -69,7 +69,6 @@ from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import IntEnum
-from typing import cast
 
 from streamwrite.errors import ConfigError, CorruptFileError
 
@@ -100,7 +99,6 @@ __all__ = [
     "encode_payload",
     "parse_embedded_index",
     "split_values",
-    "values_bytes",
 ]
 
 INDEX_MAGIC = b"IDX1"
@@ -115,8 +113,8 @@ KV_DATAFUSION_OFFSET = "distinct_index_offset"
 _U32_MAX = 0xFFFF_FFFF
 DEFAULT_MAX_DISTINCT = 4096
 """Distinct values a file may hold in a DISTINCT column before its entry is OVER_CAP."""
-DEFAULT_BLOCK_ROWS = 1024
-"""Rows per TIME_INDEX block (pages hold up to 20,000)."""
+DEFAULT_BLOCK_ROWS = 4096
+"""Rows per TIME_INDEX block (a page holds up to 20,000 rows, and 1 MiB: 131,072 int64s)."""
 KIND_NAMES = ("distinct", "time_index", "datafusion_distinct")
 """The kinds ``embedded_index=`` takes (``datafusion_distinct`` is ``distinct`` plus spec 001's
 own blob for that one string column)."""
@@ -398,21 +396,6 @@ def datafusion_payload(values: Iterable[int | bytes]) -> bytes | None:
     if ordered == [b""] or any(b"\n" in v or b"\r" in v for v in ordered):
         return None
     return b"\n".join(ordered)
-
-
-def values_bytes(kind: ValueKind, values: Sequence[int | bytes]) -> bytes:
-    """Returns: the ``values`` section of a DISTINCT body (grammar)."""
-    if kind == ValueKind.INT64:
-        return array("q", cast("Sequence[int]", values)).tobytes()
-    data = cast("Sequence[bytes]", values)
-    offsets = array("I", [0])
-    total = 0
-    for value in data:
-        total += len(value)
-        offsets.append(total)
-    if total > _U32_MAX:
-        raise OverflowError("distinct values too large for u32 offsets")
-    return offsets.tobytes() + b"".join(data)
 
 
 def split_values(

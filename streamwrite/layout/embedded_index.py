@@ -23,6 +23,7 @@ import struct
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 from streamwrite.errors import CorruptFileError
 from streamwrite.format import structs as t
@@ -45,7 +46,6 @@ from streamwrite.format.index import (
     decode_payload,
     encode_payload,
     split_values,
-    values_bytes,
 )
 
 __all__ = ["IndexBuilder", "ReadAt", "read_index_payload"]
@@ -68,6 +68,10 @@ class _DistinctState:
     lists: list[bytes] = field(default_factory=list)  # per rg: u32 count + ids
     num_row_groups: int = 0
     over_cap: bool = False
+    # the values section, grown as values come (ids never change)
+    _ints: array[int] = field(default_factory=lambda: array("q"))
+    _offsets: array[int] = field(default_factory=lambda: array("I", [0]))
+    _data: bytearray = field(default_factory=bytearray)
 
     def add(self, part: DistinctPart | None, cap: int) -> None:
         rg = self.num_row_groups
@@ -87,31 +91,50 @@ class _DistinctState:
         elif part.value_kind != self.value_kind:
             raise ValueError(f"value kind {part.value_kind!r} after {self.value_kind!r}")
         ids = self.ids
-        row = array("I")
-        for value in part.values:
-            vid = ids.get(value)
-            if vid is None:
-                vid = ids[value] = len(self.values)
-                self.values.append(value)
-                self.masks.append(0)
-            self.masks[vid] |= 1 << rg
-            row.append(vid)
+        found = list(map(ids.get, part.values))
+        if None in found:
+            for i, value in enumerate(part.values):
+                if found[i] is None:
+                    found[i] = ids.get(value)  # a value twice in one part stays one id
+                if found[i] is None:
+                    found[i] = ids[value] = len(self.values)
+                    self._append_value(value)
+        row = array("I", cast("list[int]", found))
+        bit = 1 << rg
+        masks = self.masks
+        for vid in row:
+            masks[vid] |= bit
         if len(self.values) > cap:
             self._overflow()
             return
         self.known |= 1 << rg
         self.lists.append(struct.pack("<I", len(row)) + row.tobytes())
 
+    def _append_value(self, value: int | bytes) -> None:
+        self.values.append(value)
+        self.masks.append(0)
+        if isinstance(value, bytes):
+            self._data += value
+            self._offsets.append(len(self._data))
+        else:
+            self._ints.append(value)
+
     def _overflow(self) -> None:
         self.over_cap = True
         self.ids, self.values, self.masks, self.lists, self.known = {}, [], [], [], 0
+        self._ints, self._offsets, self._data = array("q"), array("I", [0]), bytearray()
 
     def body(self) -> bytes:
         assert not self.over_cap
         num_rgs = self.num_row_groups
         row_size = bitmap_bytes(num_rgs)
         kind = self.value_kind or ValueKind.INT64
-        head = struct.pack("<BI", kind, len(self.values)) + values_bytes(kind, self.values)
+        section = (
+            self._ints.tobytes()
+            if kind == ValueKind.INT64
+            else self._offsets.tobytes() + bytes(self._data)
+        )
+        head = struct.pack("<BI", kind, len(self.values)) + section
         known = self.known.to_bytes(row_size, "little")
         bitmap_size = row_size * len(self.values)
         lists_size = sum(len(x) for x in self.lists)
@@ -129,13 +152,10 @@ class _DistinctState:
         known = int.from_bytes(body[pos : pos + row_size], "little")
         layout = MembershipLayout(body[pos + row_size])
         pos += row_size + 1
-        state = cls(
-            kind if num_values else None,  # no value yet: the kind is not fixed yet
-            {v: i for i, v in enumerate(values)},
-            values,
-            [0] * num_values,
-            known,
-        )
+        state = cls(kind if num_values else None, known=known)  # no value: no kind yet
+        for value in values:
+            state.ids[value] = len(state.values)
+            state._append_value(value)
         state.num_row_groups = num_rgs
         rows: list[array[int]] = [array("I") for _ in range(num_rgs)]
         if layout == MembershipLayout.BITMAP:

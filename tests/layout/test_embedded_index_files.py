@@ -426,3 +426,31 @@ def test_compaction_keeps_a_correct_index(tmp_path: Path, encrypted: bool) -> No
         assert index is not None
         sizes_after = [rg.num_rows or 0 for rg in pf.thrift_metadata.row_groups or []]
         _check_against_data(index, pf.read(), sizes_after)
+
+
+def test_readme_snippet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's example, as written there (paths under tmp_path)."""
+    monkeypatch.chdir(tmp_path)
+    table = _table(np.random.default_rng(7), 1_000).rename_columns(["symbol", "ts", "n", "x"])
+    # --- README ---
+    import pyarrow.parquet as pq
+
+    import streamwrite
+
+    streamwrite.write_table(
+        table,
+        "trades.parquet",
+        row_group_size=250,
+        embedded_index={"symbol": ["distinct"], "ts": [("time_index", {"block_rows": 64})]},
+    )
+    offset = int(pq.ParquetFile("trades.parquet").metadata.metadata[b"streamwrite.index_offset"])
+    with open("trades.parquet", "rb") as f:
+        f.seek(offset)
+        assert f.read(4) == b"IDX1"
+    # --- end ---
+    with ParquetFile(tmp_path / "trades.parquet") as pf:
+        index = read_embedded_index(pf)
+        assert index is not None and index.kinds() == {
+            "symbol": ["distinct"],
+            "ts": ["time_index"],
+        }
