@@ -25,10 +25,12 @@ Payload grammar, version 1 (integers little-endian; ``uN`` unsigned, ``i64`` sig
                                              are unknown (written before the column was indexed,
                                              or a row group over the cap on its own)
     layout      := 0 BITMAP | 1 LISTS    whichever is smaller
-    membership  := bitmap(num_row_groups) * num_values                BITMAP: row v says which
-                                         row groups hold value v (a set bit for a known row
-                                         group means "holds it", a clear one "does not")
-                 | (count:u32 value_id:u32 * count) * num_row_groups  LISTS (count 0 if unknown)
+    membership  := (num_bits:u32 bitmap(num_bits)) * num_row_groups   BITMAP: bit v of row
+                                         group g's bitmap set = g holds value v; values >=
+                                         num_bits (seen first after g) are not in g
+                 | (count:u32 value_id:u32 * count) * num_row_groups  LISTS: g's value ids,
+                                         ascending
+                   (an unknown row group has num_bits = 0 / count = 0)
 
     time_index  := block_rows:u32 known rg_blocks * (known row groups, in order)
     rg_blocks   := num_rows:u64 num_blocks:u32 min:i64 * num_blocks max:i64 * num_blocks

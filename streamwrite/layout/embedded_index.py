@@ -6,12 +6,13 @@ row group was encoded, ``streamwrite.encode``) in the serialized form of the pay
 (:mod:`streamwrite.format.index`), so each commit's blob is a join of bytes already made plus
 the new row groups' parts. Rules:
 
-- DISTINCT: value ids are stable across commits (first seen, first id); each value keeps a
-  bitmask over row groups (a Python int) and each row group its id list, so either layout is
-  a join. More distinct values in the file than the column's cap (or in one row group) makes
-  the entry OVER_CAP for the file's life: its state is dropped, the entry proves nothing.
+- DISTINCT: value ids are stable across commits (first seen, first id), so the values section
+  only grows and each row group's membership (its bitmap over the values seen so far, and its
+  id list) is serialized once, when it is added: either layout is a join. More distinct
+  values in the file than the column's cap (or in one row group) makes the entry OVER_CAP
+  for the file's life: its state is dropped, the entry proves nothing.
 - TIME_INDEX: each row group's ``rg_blocks`` bytes are kept; a part with another block size
-  than the file's first is recorded unknown.
+  than the column's spec is recorded unknown.
 - A row group without a part for an indexed column is unknown for it (never wrong); a file
   reopened with a blob adopts it (:meth:`IndexBuilder.resume`), one without gets its earlier
   row groups unknown.
@@ -58,14 +59,18 @@ _U32_MAX = 0xFFFF_FFFF
 
 @dataclass(slots=True)
 class _DistinctState:
-    """A column's cumulative distinct index: ids stable across commits (first seen first)."""
+    """A column's cumulative distinct index: ids stable across commits (first seen first);
+    each row group's membership is serialized once, in both layouts, when it is added."""
 
     value_kind: ValueKind | None = None
     ids: dict[int | bytes, int] = field(default_factory=dict)
     values: list[int | bytes] = field(default_factory=list)
-    masks: list[int] = field(default_factory=list)  # per value: bit rg set if rg holds it
     known: int = 0  # bit rg: the row group's set is recorded
-    lists: list[bytes] = field(default_factory=list)  # per rg: u32 count + ids
+    rows: list[array[int] | None] = field(default_factory=list)  # per rg: its value ids
+    lists: list[bytes] = field(default_factory=list)  # per rg: count:u32 ids
+    bitmaps: list[bytes] = field(default_factory=list)  # per rg: num_bits:u32 bitmap
+    lists_size: int = 0
+    bitmaps_size: int = 0
     num_row_groups: int = 0
     over_cap: bool = False
     # the values section, grown as values come (ids never change)
@@ -74,7 +79,6 @@ class _DistinctState:
     _data: bytearray = field(default_factory=bytearray)
 
     def add(self, part: DistinctPart | None, cap: int) -> None:
-        rg = self.num_row_groups
         self.num_row_groups += 1
         if self.over_cap:
             return
@@ -82,7 +86,7 @@ class _DistinctState:
             self._overflow()
             return
         if part is None:
-            self.lists.append(b"\0\0\0\0")
+            self._add_row(None)
             return
         if not part.values:
             pass  # an empty set (an all-null row group) fixes no kind
@@ -99,20 +103,31 @@ class _DistinctState:
                 if found[i] is None:
                     found[i] = ids[value] = len(self.values)
                     self._append_value(value)
-        row = array("I", cast("list[int]", found))
-        bit = 1 << rg
-        masks = self.masks
-        for vid in row:
-            masks[vid] |= bit
         if len(self.values) > cap:
             self._overflow()
             return
-        self.known |= 1 << rg
-        self.lists.append(struct.pack("<I", len(row)) + row.tobytes())
+        self._add_row(array("I", sorted(set(cast("list[int]", found)))))
+
+    def _add_row(self, row: array[int] | None) -> None:
+        rg = len(self.rows)
+        self.rows.append(row)
+        if row is None:
+            listed = bitmap = b"\0\0\0\0"
+        else:
+            self.known |= 1 << rg
+            listed = struct.pack("<I", len(row)) + row.tobytes()
+            num_bits = len(self.values)
+            mask = 0
+            for vid in row:
+                mask |= 1 << vid
+            bitmap = struct.pack("<I", num_bits) + mask.to_bytes(bitmap_bytes(num_bits), "little")
+        self.lists.append(listed)
+        self.bitmaps.append(bitmap)
+        self.lists_size += len(listed)
+        self.bitmaps_size += len(bitmap)
 
     def _append_value(self, value: int | bytes) -> None:
         self.values.append(value)
-        self.masks.append(0)
         if isinstance(value, bytes):
             self._data += value
             self._offsets.append(len(self._data))
@@ -121,13 +136,12 @@ class _DistinctState:
 
     def _overflow(self) -> None:
         self.over_cap = True
-        self.ids, self.values, self.masks, self.lists, self.known = {}, [], [], [], 0
+        self.ids, self.values, self.rows, self.lists, self.bitmaps = {}, [], [], [], []
         self._ints, self._offsets, self._data = array("q"), array("I", [0]), bytearray()
+        self.known = 0
 
     def body(self) -> bytes:
         assert not self.over_cap
-        num_rgs = self.num_row_groups
-        row_size = bitmap_bytes(num_rgs)
         kind = self.value_kind or ValueKind.INT64
         section = (
             self._ints.tobytes()
@@ -135,13 +149,12 @@ class _DistinctState:
             else self._offsets.tobytes() + bytes(self._data)
         )
         head = struct.pack("<BI", kind, len(self.values)) + section
-        known = self.known.to_bytes(row_size, "little")
-        bitmap_size = row_size * len(self.values)
-        lists_size = sum(len(x) for x in self.lists)
-        if bitmap_size <= lists_size:
-            membership = b"".join(m.to_bytes(row_size, "little") for m in self.masks)
-            return head + known + bytes([MembershipLayout.BITMAP]) + membership
-        return head + known + bytes([MembershipLayout.LISTS]) + b"".join(self.lists)
+        known = self.known.to_bytes(bitmap_bytes(self.num_row_groups), "little")
+        if self.bitmaps_size <= self.lists_size:
+            layout, membership = MembershipLayout.BITMAP, self.bitmaps
+        else:
+            layout, membership = MembershipLayout.LISTS, self.lists
+        return head + known + bytes([layout]) + b"".join(membership)
 
     @classmethod
     def from_body(cls, body: bytes, num_rgs: int) -> _DistinctState:
@@ -152,45 +165,36 @@ class _DistinctState:
         known = int.from_bytes(body[pos : pos + row_size], "little")
         layout = MembershipLayout(body[pos + row_size])
         pos += row_size + 1
-        state = cls(kind if num_values else None, known=known)  # no value: no kind yet
+        state = cls(kind if num_values else None)  # no value yet: no kind fixed yet
         for value in values:
             state.ids[value] = len(state.values)
             state._append_value(value)
-        state.num_row_groups = num_rgs
-        rows: list[array[int]] = [array("I") for _ in range(num_rgs)]
-        if layout == MembershipLayout.BITMAP:
-            if len(body) - pos != row_size * num_values:
-                raise ValueError("bitmap size")
-            for vid in range(num_values):
-                mask = int.from_bytes(body[pos : pos + row_size], "little") & known
-                pos += row_size
-                state.masks[vid] = mask
-                rg = 0
-                while mask:
-                    if mask & 1:
-                        rows[rg].append(vid)
-                    mask >>= 1
-                    rg += 1
-        else:
-            for rg in range(num_rgs):
-                (count,) = struct.unpack_from("<I", body, pos)
+        for rg in range(num_rgs):
+            (count,) = struct.unpack_from("<I", body, pos)
+            if layout == MembershipLayout.BITMAP:
+                size = bitmap_bytes(count)
+                mask = int.from_bytes(body[pos + 4 : pos + 4 + size], "little")
+                if count > num_values or len(body) < pos + 4 + size or mask >> count:
+                    raise ValueError("bad membership bitmap")
+                row = array("I", (v for v in range(count) if mask >> v & 1))
+                pos += 4 + size
+            else:
                 row = array("I")
                 row.frombytes(body[pos + 4 : pos + 4 + 4 * count])
                 if len(row) != count or any(v >= num_values for v in row):
                     raise ValueError("bad value ids")
                 pos += 4 + 4 * count
-                rows[rg] = row
-                for vid in row:
-                    state.masks[vid] |= 1 << rg
-            if pos != len(body):
-                raise ValueError("bytes after the lists")
-        state.lists = [struct.pack("<I", len(r)) + r.tobytes() for r in rows]
+            state._add_row(row if known >> rg & 1 else None)
+        if pos != len(body):
+            raise ValueError("bytes after the membership")
+        state.num_row_groups = num_rgs
         return state
 
     def part(self, rg: int) -> DistinctPart | None:
-        if self.over_cap or not self.known >> rg & 1:
+        row = None if self.over_cap else self.rows[rg]
+        if row is None:
             return None
-        values = tuple(v for v, m in zip(self.values, self.masks, strict=True) if m >> rg & 1)
+        values = tuple(self.values[vid] for vid in row)
         return DistinctPart(self.value_kind or ValueKind.INT64, values)
 
 
@@ -198,21 +202,21 @@ class _DistinctState:
 class _TimeState:
     block_rows: int
     parts: list[TimeIndexPart | None] = field(default_factory=list)
-    sections: list[bytes] = field(default_factory=list)
+    sections: bytearray = field(default_factory=bytearray)
+    known: int = 0
 
     def add(self, part: TimeIndexPart | None) -> None:
         if part is not None and part.block_rows != self.block_rows:
             part = None  # another block size than the file's: unknown (never wrong)
-        self.parts.append(part)
         if part is not None:
-            self.sections.append(part.to_bytes())
+            self.known |= 1 << len(self.parts)
+            self.sections += part.to_bytes()
+        self.parts.append(part)
 
     def body(self) -> bytes:
-        known = sum(1 << rg for rg, p in enumerate(self.parts) if p is not None)
         head = struct.pack("<I", self.block_rows)
-        return (
-            head + known.to_bytes(bitmap_bytes(len(self.parts)), "little") + b"".join(self.sections)
-        )
+        known = self.known.to_bytes(bitmap_bytes(len(self.parts)), "little")
+        return head + known + bytes(self.sections)
 
     @classmethod
     def from_body(cls, body: bytes, num_rgs: int) -> _TimeState:

@@ -217,24 +217,27 @@ class EmbeddedIndex:
         layout = MembershipLayout(body[pos + row_size])
         pos += row_size + 1
         sets: list[pa.Array | None] = [None] * num_rgs
-        if layout == MembershipLayout.BITMAP:
-            if len(body) - pos != row_size * num_values:
-                raise ValueError("bitmap size")
-            matrix = np.frombuffer(body, dtype=np.uint8, offset=pos).reshape(num_values, row_size)
-            bits = np.unpackbits(matrix, axis=1, bitorder="little")[:, :num_rgs].astype(bool)
-            for known_rg in np.flatnonzero(known):
-                sets[known_rg] = values.filter(pa.array(bits[:, known_rg]))
-        else:
-            for rg in range(num_rgs):
-                (count,) = struct.unpack_from("<I", body, pos)
-                ids = _u32(body, pos + 4, count)
+        bitmap = layout == MembershipLayout.BITMAP
+        for rg in range(num_rgs):
+            (count,) = struct.unpack_from("<I", body, pos)
+            if bitmap:
+                size = bitmap_bytes(count)
+                bits = np.frombuffer(body, dtype=np.uint8, count=size, offset=pos + 4)
+                ids: npt.NDArray[np.int64] = np.flatnonzero(
+                    np.unpackbits(bits, bitorder="little")[:count]
+                ).astype(np.int64)
+                if count > num_values or np.unpackbits(bits, bitorder="little")[count:].any():
+                    raise ValueError("bad membership bitmap")
+                pos += 4 + size
+            else:
+                ids = _u32(body, pos + 4, count).astype(np.int64)
+                if count and int(ids.max()) >= num_values:
+                    raise ValueError("value id out of range")
                 pos += 4 + 4 * count
-                if known[rg]:
-                    if count and int(ids.max()) >= num_values:
-                        raise ValueError("value id out of range")
-                    sets[rg] = values.take(pa.array(ids))
-            if pos != len(body):
-                raise ValueError("bytes after the lists")
+            if known[rg]:
+                sets[rg] = values.take(pa.array(ids))
+        if pos != len(body):
+            raise ValueError("bytes after the membership")
         return _Distinct(values, sets)
 
     def _time_index(self, column: str) -> _Time | None:

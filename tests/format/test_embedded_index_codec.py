@@ -49,8 +49,8 @@ def test_blob_is_the_spec_layout() -> None:
 
 
 def test_distinct_bitmap_vector_byte_exact() -> None:
-    """Two row groups: {"a", "b"} then {"b"}; the bitmap layout (2 values x 1 byte) is smaller
-    than the lists (4 + 8 + 4 + 4 bytes)."""
+    """Two row groups: {"a", "b"} then {"b"}; the bitmap layout (4 + 1 bytes a row group) is
+    smaller than the lists (4 + 4 per id)."""
     builder = IndexBuilder([IndexColumnSpec("sym", distinct=True)])
     builder.add_row_group({"sym": _bytes_part(b"a", b"b")})
     builder.add_row_group({"sym": _bytes_part(b"b")})
@@ -61,8 +61,10 @@ def test_distinct_bitmap_vector_byte_exact() -> None:
         + b"ab"  # data
         + bytes([0b11])  # known: both row groups
         + bytes([0])  # layout BITMAP
-        + bytes([0b01])  # "a": row group 0
-        + bytes([0b11])  # "b": row groups 0 and 1
+        + struct.pack("<I", 2)  # row group 0: 2 values seen so far
+        + bytes([0b11])  # holds "a" and "b"
+        + struct.pack("<I", 2)  # row group 1
+        + bytes([0b10])  # holds "b"
     )
     expected = (
         struct.pack("<BIH", 1, 2, 1)
@@ -75,23 +77,26 @@ def test_distinct_bitmap_vector_byte_exact() -> None:
 
 
 def test_distinct_lists_vector_byte_exact() -> None:
-    """Many values each in one row group: the lists layout is smaller than the bitmap."""
+    """Many values, few in each row group: the lists layout is smaller than the bitmaps."""
     builder = IndexBuilder([IndexColumnSpec("id", distinct=True)])
-    values = list(range(10))
-    builder.add_row_group({"id": ColumnIndexPart(DistinctPart(ValueKind.INT64, tuple(values)))})
+    builder.add_row_group({"id": ColumnIndexPart(DistinctPart(ValueKind.INT64, tuple(range(64))))})
     builder.add_row_group({})  # unknown
-    for _ in range(14):
-        builder.add_row_group({"id": ColumnIndexPart(DistinctPart(ValueKind.INT64, ()))})
-    # bitmap: 10 values x 2 bytes = 20; lists: 16 counts x 4 + 10 ids x 4 = 104
-    payload = decode_payload(builder.payload(), "test")
-    (entry,) = payload.entries
-    body = entry.body
-    head = bytes([1]) + struct.pack("<I", 10) + struct.pack("<10q", *values)
-    assert body.startswith(head)
-    known = body[len(head) : len(head) + 2]
-    assert int.from_bytes(known, "little") == 0xFFFF & ~0b10
-    assert body[len(head) + 2] == 0  # BITMAP (20 < 104)
-    # one value per row group, 80 of each: bitmap 80 x 10 = 800 bytes, lists 80 x 8 = 640
+    builder.add_row_group({"id": ColumnIndexPart(DistinctPart(ValueKind.INT64, (63, 5)))})
+    # bitmaps: 3 x 4 + 8 + 8 = 28 bytes; lists: 4 + 256 + 4 + 4 + 8 = 276: BITMAP
+    (entry,) = decode_payload(builder.payload(), "test").entries
+    values_end = 5 + 8 * 64
+    assert entry.body[values_end : values_end + 2] == bytes([0b101, 0])
+    assert entry.body[values_end + 1] == 0  # BITMAP
+    membership = entry.body[values_end + 2 :]
+    assert membership == (
+        struct.pack("<I", 64)
+        + b"\xff" * 8
+        + struct.pack("<I", 0)
+        + struct.pack("<I", 64)
+        + ((1 << 5) | (1 << 63)).to_bytes(8, "little")
+    )
+    # one new value per row group, 80 of them: bitmaps 80 x 4 + sum(ceil(k/8)) = 1,172 bytes,
+    # lists 80 x 8 = 640: LISTS, ids ascending
     builder = IndexBuilder([IndexColumnSpec("id", distinct=True)])
     for v in range(80):
         builder.add_row_group({"id": ColumnIndexPart(DistinctPart(ValueKind.INT64, (v,)))})
