@@ -26,7 +26,7 @@ from streamwrite.errors import ConfigError
 from streamwrite.format.index import KV_DATAFUSION_OFFSET, KV_INDEX_OFFSET
 from streamwrite.live.file import LiveFile
 from streamwrite.options import CompactionPolicy
-from streamwrite.predicate import Containers, bind, parse_filters, prune, to_arrow
+from streamwrite.predicate import Containers, bind, parse_filters, prune, prune_fragments, to_arrow
 from streamwrite.reader.embedded import EmbeddedIndex, read_embedded_index
 from streamwrite.reader.file import ParquetFile
 from streamwrite.table.api import open_table
@@ -201,23 +201,25 @@ def test_containers_and_fragments_never_drop_a_matching_row(
     kept = prune(expr, index.containers())
     holds = _rows_matching(data, expr, row_groups)
     assert not (holds & ~kept).any(), (filters, holds, kept)
-    # blocks of the time index: every block holding a matching row is kept
+    # fragments of the time index (prune_fragments): every matching row stays in the ranges
     start = 0
     for rg, size in enumerate(row_groups):
         found = index.fragments("ts", rg)
         assert found is not None
-        first_rows, stats = found
-        blocks = Containers(len(first_rows), {"ts": stats})
-        ts_only = [[leaf for leaf in conj if leaf[0] == "ts"] for conj in filters]
-        if all(ts_only):
-            ts_expr = bind(parse_filters(ts_only), data.schema)
-            block_kept = prune(ts_expr, blocks)
-            rows = data.slice(start, size)
-            for b, first in enumerate(first_rows):
-                block = rows.slice(int(first), 7)
-                if block.filter(to_arrow(ts_expr)).num_rows:
-                    assert block_kept[b], (ts_only, rg, b)
+        ranges = prune_fragments(expr, {"ts": found}, size)
+        truth = _row_truth(data.slice(start, size), expr)
+        kept_rows = ranges.mask(size)
+        assert not (truth & ~kept_rows).any(), (filters, rg)
         start += size
+
+
+def _row_truth(rows: pa.Table, expr: Any) -> np.ndarray:
+    """Per row: is the filter TRUE (the rows ``table.filter(to_arrow(expr))`` keeps)."""
+    numbered = rows.append_column("__row", pa.array(np.arange(rows.num_rows)))
+    hit = numbered.filter(to_arrow(expr)).column("__row").to_numpy()
+    truth = np.zeros(rows.num_rows, dtype=bool)
+    truth[hit] = True
+    return truth
 
 
 def test_pruning_with_the_index_skips_row_groups(tmp_path: Path) -> None:
@@ -248,6 +250,8 @@ def test_pruning_with_the_index_skips_row_groups(tmp_path: Path) -> None:
     first_rows, stats = found
     kept = prune(expr, Containers(len(first_rows), {"ts": stats}))
     assert list(np.flatnonzero(kept)) == [50 // 7]
+    ranges = prune_fragments(expr, {"ts": found}, 100)
+    assert ranges.slices() == [slice(49, 56)]  # the one block of 7 rows holding row 50
 
 
 def test_reopen_continues_the_blob_and_without_the_option_writes_none(tmp_path: Path) -> None:
