@@ -55,6 +55,12 @@ Optionally a second blob in spec 001's own form for one string column (DataFusio
 written only when no value contains ``\\n`` or ``\\r`` and the set is not just ``""`` (Rust's
 ``str::lines`` would lose it), and the column is not over the cap.
 
+Encryption: the blobs are never encrypted, and hold no value of an encrypted column (such
+a column gets no entry; the file writer drops its parts). Plaintext columns of an encrypted
+file are indexed as in any file: their pages are plaintext already. (Encrypting the blob as a
+module would need a module type parquet-format does not define; a reader without keys could
+not use it anyway.)
+
 Both blobs sit right after a commit's new row groups (and their bloom filters), before its
 page indexes and footer; each commit of a live file writes blobs covering every row group of
 the file, so each footer points at its own (older footers keep theirs; the superseded blobs
