@@ -39,9 +39,9 @@ def partition_containers(
     known = np.ones(len(names), dtype=bool)
     for i, name in enumerate(names):
         try:
-            start = np.datetime64(name.partition("=")[2] or "NaT", code)
+            start = np.array([name.partition("=")[2] or "NaT"], dtype=f"datetime64[{code}]")[0]
         except ValueError:
-            start = np.datetime64("NaT", code)
+            start = np.array(["NaT"], dtype=f"datetime64[{code}]")[0]
         if np.isnat(start):  # not a name of this table's partitioning: nothing known
             known[i] = False
             continue
