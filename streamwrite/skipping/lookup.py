@@ -24,6 +24,7 @@ are never reused within a generation; every file is fsync'd before the new state
 
 from __future__ import annotations
 
+import mmap
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,7 +47,9 @@ SLOTS_PER_BLOCK = 64
 
 def _key_arrays(
     values: pa.Array,
-) -> tuple[npt.NDArray[np.int64] | None, tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]] | None]:
+) -> tuple[
+    npt.NDArray[np.int64] | None, tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]] | None
+]:
     """Values as longs, or as byte strings (offsets, data): the membership key of each."""
     t = values.type
     if pa.types.is_decimal(t):
@@ -99,7 +102,9 @@ def member_positions(
     return bit_positions_bytes(strings[0], strings[1], k, bit_size)
 
 
-def sketch_positions(index: IndexSpec, k: int, bit_size: int, sketch: ColumnSketch) -> npt.NDArray[np.int64]:
+def sketch_positions(
+    index: IndexSpec, k: int, bit_size: int, sketch: ColumnSketch
+) -> npt.NDArray[np.int64]:
     """Returns: the distinct bit positions a segment sets in ``index``'s slices."""
     if index.kind == "bloom":
         assert sketch.bloom is not None
@@ -123,7 +128,7 @@ class SliceFile:
     def __init__(self, path: Path, bit_size: int) -> None:
         self.path = path
         self.bit_size = bit_size
-        self._map: np.memmap | None = None  # type: ignore[type-arg]
+        self._map: npt.NDArray[np.uint64] | None = None
         self._mapped_blocks = 0
 
     @property
@@ -146,14 +151,15 @@ class SliceFile:
                 size = os.fstat(fd).st_size
                 if size < num_blocks * self.block_size:
                     os.ftruncate(fd, num_blocks * self.block_size)
-                words = np.memmap(fd, dtype="<u8", mode="r+", shape=(num_blocks * self.bit_size,))
-                for slot, pos in zip(slots, positions, strict=True):
-                    if len(pos) == 0:
-                        continue
-                    block, bit = divmod(slot, SLOTS_PER_BLOCK)
-                    words[block * self.bit_size + pos] |= np.uint64(1) << np.uint64(bit)
-                words.flush()
-                del words
+                with mmap.mmap(fd, num_blocks * self.block_size) as region:
+                    words = np.frombuffer(region, dtype="<u8")
+                    for slot, pos in zip(slots, positions, strict=True):
+                        if len(pos) == 0:
+                            continue
+                        block, bit = divmod(slot, SLOTS_PER_BLOCK)
+                        words[block * self.bit_size + pos] |= np.uint64(1) << np.uint64(bit)
+                    del words
+                    region.flush()
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -207,7 +213,9 @@ class SliceFile:
         if blocks == 0:
             return None
         if self._map is None or self._mapped_blocks != blocks:
-            self._map = np.memmap(self.path, dtype="<u8", mode="r", shape=(blocks * self.bit_size,))
+            self._map = np.memmap(
+                self.path, dtype=np.uint64, mode="r", shape=(blocks * self.bit_size,)
+            )
             self._mapped_blocks = blocks
         return self._map
 

@@ -330,9 +330,7 @@ def xskipper_table(
     for name, dtype in partition_types.items():
         target = store_type(dtype)
         values = [e.partition.get(name) for e in entries]
-        arrays.append(
-            pa.array(values, dtype).cast(target)
-        )
+        arrays.append(pa.array(values, dtype).cast(target))
         names.append(f"virtual_{name}")
         fields_json.append(_field_json(f"virtual_{name}", spark_type(target), {}))
     for index in config.store_indexes:
