@@ -31,6 +31,7 @@ from streamwrite.predicate.expr import (
 )
 from streamwrite.predicate.parse import parse_filters, to_arrow
 from streamwrite.predicate.prune import prune
+from streamwrite.predicate.ranges import RowRanges, prune_fragments
 from streamwrite.predicate.stats import ColumnStats, Containers
 
 __all__ = [
@@ -45,11 +46,13 @@ __all__ = [
     "IsNull",
     "Not",
     "Or",
+    "RowRanges",
     "StartsWith",
     "bind",
     "columns",
     "describe",
     "parse_filters",
     "prune",
+    "prune_fragments",
     "to_arrow",
 ]

@@ -170,7 +170,9 @@ def coerce_compare(column: str, op: str, value: object, vtype: pa.DataType) -> E
 
 def _is_nan(value: object) -> bool:
     if isinstance(value, pa.Scalar):
-        value = value.as_py() if value.is_valid else None
+        if not (value.is_valid and pa.types.is_floating(value.type)):
+            return False
+        value = value.as_py()
     return isinstance(value, float) and math.isnan(value)
 
 
@@ -250,6 +252,8 @@ def _integer(value: object, vtype: pa.DataType, column: str) -> pa.Scalar:
     number = _number(value, vtype, column)
     info = np.iinfo(vtype.to_pandas_dtype())
     low, high = int(info.min), int(info.max)
+    if isinstance(number, float) and math.isnan(number):
+        raise _InexactError(None, None)  # equals no integer (IsIn drops it)
     if isinstance(number, float) and math.isinf(number):
         raise _InexactError(
             pa.scalar(high, vtype) if number > 0 else None,
@@ -289,6 +293,8 @@ def _floating(value: object, vtype: pa.DataType, column: str) -> pa.Scalar:
 def _decimal(value: object, vtype: pa.DataType, column: str) -> pa.Scalar:
     number = _number(value, vtype, column)
     if isinstance(number, float):
+        if math.isnan(number):
+            raise _InexactError(None, None)
         if not math.isfinite(number):
             raise _InexactError(
                 _type_max(vtype) if number > 0 else None,

@@ -146,7 +146,10 @@ def columns(expr: Expr) -> frozenset[str]:
 def _literal(value: object) -> str:
     as_py = getattr(value, "as_py", None)
     if callable(as_py) and type(value).__module__.startswith("pyarrow"):
-        value = as_py()
+        try:
+            value = as_py()
+        except (OverflowError, ValueError):  # a timestamp beyond Python's datetime range
+            return str(value)
     if value is None:
         return "NULL"
     if isinstance(value, str):

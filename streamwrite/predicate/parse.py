@@ -291,13 +291,11 @@ def _value_set(values: tuple[object, ...]) -> pa.Array:
 
 
 def _prefix_expr(column: str, prefix: str | bytes) -> pc.Expression:
-    if isinstance(prefix, bytes):
-        try:
-            prefix = prefix.decode()
-        except UnicodeDecodeError:
-            sliced = pc.binary_slice(pc.field(column), 0, len(prefix))
-            return pc.equal(sliced, pa.scalar(prefix, pa.binary()))
-    return pc.starts_with(pc.field(column), pattern=prefix)
+    """``column`` starts with ``prefix``; the cast makes it work on dictionary columns too."""
+    if isinstance(prefix, str):
+        return pc.starts_with(pc.field(column).cast(pa.large_string()), pattern=prefix)
+    sliced = pc.binary_slice(pc.field(column).cast(pa.large_binary()), 0, len(prefix))
+    return pc.equal(sliced, pa.scalar(prefix, pa.large_binary()))
 
 
 def to_arrow(expr: Expr) -> pc.Expression:
@@ -334,11 +332,15 @@ def to_arrow(expr: Expr) -> pc.Expression:
         return pc.scalar(bool(expr.value))
     if not expr.children:
         return pc.scalar(isinstance(expr, And))
-    combine = (
-        (pc.and_kleene if expr.kleene else pc.and_)
-        if isinstance(expr, And)
-        else (pc.or_kleene if expr.kleene else pc.or_)
-    )
+    if expr.kleene:
+        combine = pc.and_kleene if isinstance(expr, And) else pc.or_kleene
+    else:
+        name = "and" if isinstance(expr, And) else "or"
+
+        def combine(a: pc.Expression, b: pc.Expression) -> pc.Expression:
+            # pc.and_ / pc.or_ on expressions call "and_" / "or_", which Arrow does not know
+            return pc.Expression._call(name, [a, b])
+
     result = to_arrow(expr.children[0])
     for child in expr.children[1:]:
         result = combine(result, to_arrow(child))

@@ -187,11 +187,11 @@ class _Leaf:
                     value = rewritten.value
                 else:
                     return prune_bits(rewritten, _single(expr.column, self.stats, self.n))
-        raw = value.as_py() if isinstance(value, pa.Scalar) else value
+        kind = _kind(value)
         never = np.zeros(self.n, bool)
-        if raw is None:
+        if kind == "null":
             return never, never.copy()
-        if isinstance(raw, float) and math.isnan(raw):
+        if kind == "nan":
             return (self.nonnull, never) if expr.op == "!=" else (never, self.nonnull)
         if self.vtype is None:
             return self._unknown_bounds(expr.op)
@@ -252,14 +252,9 @@ class _Leaf:
                     continue  # no value of the type equals it
                 v = bound.value
             scalars.append(v if isinstance(v, pa.Scalar) else pa.scalar(v))
-        raws = [s.as_py() if s.is_valid else None for s in scalars]
-        has_null = any(r is None for r in raws)
-        has_nan = any(isinstance(r, float) and math.isnan(r) for r in raws)
-        regular_lits = [
-            s
-            for s, r in zip(scalars, raws, strict=True)
-            if r is not None and not (isinstance(r, float) and math.isnan(r))
-        ]
+        kinds = [_kind(s) for s in scalars]
+        has_null, has_nan = "null" in kinds, "nan" in kinds
+        regular_lits = [s for s, k in zip(scalars, kinds, strict=True) if k == "regular"]
         t = (self.nan & has_nan) | (self.nulls & has_null)
         f = (self.nan & (not has_nan)) | (self.nulls & (not has_null))
         if self.vtype is None:
@@ -321,6 +316,19 @@ class _Leaf:
             np.where(known, (t & set_t) | null_t, t),
             np.where(known, (f & set_f) | null_f, f),
         )
+
+
+def _kind(value: object) -> str:
+    """``"null"``, ``"nan"`` or ``"regular"`` for a literal (scalar or Python value)."""
+    if isinstance(value, pa.Scalar):
+        if not value.is_valid:
+            return "null"
+        if not pa.types.is_floating(value.type):
+            return "regular"
+        value = value.as_py()
+    if value is None:
+        return "null"
+    return "nan" if isinstance(value, float) and math.isnan(value) else "regular"
 
 
 def _single(column: str, stats: ColumnStats, n: int) -> Containers:
