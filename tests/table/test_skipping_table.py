@@ -380,9 +380,10 @@ def test_surviving_files_read_by_pyarrow_dataset_through_the_snapshot_view(
     path = compacted_table
     filters = [("symbol", "in", ["TSLA", "ZZZ"])]  # days 1 and 2 only
     snapshot = streamwrite.read_snapshot(path)
-    kept = streamwrite.prune(path, filters)
+    assert streamwrite.prune(path, filters) == snapshot.files(filters=filters)
+    kept = snapshot.files(filters=filters)
     assert 0 < len(kept) < len(snapshot.files)
-    with streamwrite.snapshot_filesystem(path) as fs:
+    with streamwrite.snapshot_filesystem(path, snapshot.version) as fs:  # the same version
         names = [os.path.relpath(os.path.dirname(p), path) + "/data.parquet" for p, _ in kept]
         dataset = ds.dataset(names, filesystem=fs, format="parquet", schema=SCHEMA)
         got = dataset.to_table(filter=pc.field("symbol").isin(["TSLA", "ZZZ"]))
