@@ -22,7 +22,8 @@ than ``or``)::
 Meaning (SQL's, in Arrow's Kleene logic: a row is kept where the filter is true, not null):
 
 * ``col = 'x'`` etc. compare with ``pyarrow.compute``; a null value makes the comparison null.
-* ``col in (a, b)`` is ``is_in`` (false for a null value); ``col not in (a, b)`` is
+* ``col in (a, b)`` is ``is_in`` (false for a null value; a listed ``0`` or ``0.0`` lists
+  ``-0.0`` too, since ``is_in`` tells them apart and ``=`` does not); ``col not in (a, b)`` is
   ``not is_in and is not null`` (SQL: a null value is not kept). ``not (col in (...))`` is
   ``not is_in`` and keeps null values (``is_in`` is never null).
 * ``col like 'p%'`` is ``starts_with(col, 'p')``: a literal prefix and one trailing ``%``
@@ -351,10 +352,13 @@ def _same_type(values: list[pa.Scalar]) -> pa.Array:
     """One array of the values (ints and floats mix as float64)."""
     types = {value.type for value in values}
     if types == {pa.int64(), pa.float64()}:
-        return pa.array([value.as_py() for value in values], pa.float64())
+        types = {pa.float64()}
     if len(types) > 1:
         raise pa.ArrowTypeError("a list holds values of one type")
-    return pa.array([value.as_py() for value in values], values[0].type)
+    python = [value.as_py() for value in values]
+    if types == {pa.float64()}:  # is_in tells -0.0 from 0.0: list both, as = does
+        python += [-float(value) for value in python if value == 0]
+    return pa.array(python, types.pop())
 
 
 def parse_filter_text(text: str) -> pc.Expression:

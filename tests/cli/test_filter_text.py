@@ -192,7 +192,10 @@ def to_expression(node: tuple[Any, ...]) -> pc.Expression:
         scalars = [_scalar(v) for v in node[2]]
         kinds = {s.type for s in scalars}
         value_type = pa.float64() if kinds == {pa.int64(), pa.float64()} else scalars[0].type
-        member = field.isin(pa.array([s.as_py() for s in scalars], value_type))
+        python = [s.as_py() for s in scalars]
+        if value_type == pa.float64():
+            python += [-float(v) for v in python if v == 0]  # as x = 0.0, not is_in
+        member = field.isin(pa.array(python, value_type))
         return (~member & field.is_valid()) if node[3] else member
     if kind == "null":
         return field.is_valid() if node[2] else field.is_null()
@@ -219,6 +222,8 @@ def test_sql_null_rules() -> None:
     assert rows("x not in (1, 2)") == [3]  # SQL: a null value is not kept
     assert rows("not (x in (1, 2))") == [None, 3]  # is_in is never null
     assert rows("x != 1") == [2, 3]
+    zeros = pa.table({"f": [0.0, -0.0, 1.0]})
+    assert zeros.filter(parse_filter_text("f in (0.0)")).num_rows == 2  # as f = 0.0
     assert rows("x is null or x = 3") == [None, 3]
     assert rows("s like 'A%'") == [1, None]
     assert rows("s NOT LIKE 'A%'") == [3]
