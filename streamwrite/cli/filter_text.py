@@ -48,7 +48,13 @@ import pyarrow.compute as pc
 
 from streamwrite.errors import ConfigError
 
-__all__ = ["FilterSyntaxError", "parse_filter_text", "quote_name", "quote_string"]
+__all__ = [
+    "FilterSyntaxError",
+    "parse_filter",
+    "parse_filter_text",
+    "quote_name",
+    "quote_string",
+]
 
 KEYWORDS = frozenset(
     {"and", "or", "not", "in", "is", "null", "like", "true", "false", "timestamp", "date"}
@@ -146,6 +152,8 @@ class _Parser:
         self.text = text
         self.tokens = _tokens(text)
         self.index = 0
+        self.columns: list[str] = []
+        """The columns named, in order of first appearance."""
 
     @property
     def token(self) -> _Token:
@@ -213,16 +221,21 @@ class _Parser:
         token = self.token
         if token.kind == "name":
             self.index += 1
-            return token.text
+            return self.named(token.text)
         if token.kind == "quoted":
             self.index += 1
             name = token.text[1:-1].replace('""', '"')
             if not name:
                 raise FilterSyntaxError("A quoted column name is empty", self.text, token.position)
-            return name
+            return self.named(name)
         if token.kind == "keyword":
             raise self.fail(f'a column (write "{token.text}" for a column of that name)')
         raise self.fail("a column, 'not', 'true', 'false' or '('")
+
+    def named(self, name: str) -> str:
+        if name not in self.columns:
+            self.columns.append(name)
+        return name
 
     def predicate(self) -> pc.Expression:
         name = self.column()
@@ -374,3 +387,18 @@ def parse_filter_text(text: str) -> pc.Expression:
         FilterSyntaxError: the text is not in the grammar (the message says where and why).
     """
     return _Parser(text).parse()
+
+
+def parse_filter(text: str) -> tuple[pc.Expression, tuple[str, ...]]:
+    """Parse filter text, and say which columns it names.
+
+    Returns:
+        The expression (as :func:`parse_filter_text`) and the columns it names, in order of
+        first appearance.
+
+    Raises:
+        FilterSyntaxError: the text is not in the grammar.
+    """
+    parser = _Parser(text)
+    expression = parser.parse()
+    return expression, tuple(parser.columns)
