@@ -9,8 +9,8 @@ null counts as false). Where Spark's comparison differs from Arrow's, the Column
   largest value): ``x > v and not isnan(x)``; a comparison with a NaN literal is true only for
   ``!=`` (every non-null value);
 * ``in``: Arrow's ``is_in`` tells ``-0.0`` from ``0.0`` (Spark's ``IN`` does not): a listed
-  zero matches only a zero of its sign (``atan2(x, -1)`` is ``pi`` for ``0.0``, ``-pi`` for
-  ``-0.0``);
+  zero matches only a zero of its sign (told apart by Spark's text ``-0.0``: its ``atan2``
+  and ``signum`` lose the sign);
 * ``not in`` is ``not is_in``, true for a null value (pyarrow's filters keep such rows; SQL's
   ``NOT IN`` does not): ``not in(...) or x is null``.
 """
@@ -98,11 +98,11 @@ def _member(field: Any, values: list[Any], floating: bool) -> Any:
         parts.append(field.isin(others))
     if any(_is_nan(v) for v in values):
         parts.append(F.isnan(field))
-    angle = F.atan2(field, F.lit(-1.0))
+    negative = field.cast("string").startswith("-")  # "-0.0" (atan2 and signum lose it)
     if any(v == 0 and math.copysign(1.0, v) > 0 for v in values if v is not None):
-        parts.append((field == 0) & (angle > 0))
+        parts.append((field == 0) & ~negative)
     if any(v == 0 and math.copysign(1.0, v) < 0 for v in values if v is not None):
-        parts.append((field == 0) & (angle < 0))
+        parts.append((field == 0) & negative)
     if not parts:
         return F.lit(False)
     result = parts[0]

@@ -100,6 +100,12 @@ FILTERS: list[Any] = [
     pc.starts_with(pc.field("symbol"), pattern="AA") & pc.field("price").is_null(),
     pc.field("ts") >= pa.scalar(START_US + DAY_US + 3_600 * 10**6, pa.timestamp("us", "UTC")),
     [("symbol", "not in", ["AAPL", "MSFT"])],
+    # DNF on floats: Spark's Column is corrected to Arrow's NaN and -0.0 rules
+    [("price", "in", [0.0, float("nan")])],
+    [("price", "not in", [-0.0, 1.0])],  # keeps NaN and null rows, as pyarrow does
+    [("price", "!=", float("nan"))],
+    [("price", ">=", 2.5)],  # NaN rows are not kept (Spark alone would keep them)
+    [[("price", "<", float("nan"))], [("price", "==", -0.0), ("symbol", "=", "AA")]],
 ]
 
 
