@@ -15,8 +15,8 @@ Rules, each a function returning the violations it finds (empty: the rule holds)
   (``cli`` sits above ``daemon`` because ``streamwrite serve`` runs it. ``predicate``, the
   filter expressions and their three-valued pruning, sits below the reader because
   ``ParquetFile.read(filters=)`` prunes row groups and pages; ``skipping``, the table's
-  skipping store, sits below ``table`` because every commit and compaction maintains it.) Two components of one
-  rank do not import each other; ``cli``, ``spark``, ``daemon`` and
+  skipping store, sits below ``table`` because every commit and compaction maintains it.)
+  Two components of one rank do not import each other; ``cli``, ``spark``, ``daemon`` and
   ``testing`` may import the top-level package (the public API), nothing else may.
 - :func:`banned_imports`: ring 1 (``format``, ``layout``) and the modules below it import no
   numpy, pyarrow, anyio, cryptography, fsspec or ``workers``; ``workers`` imports no anyio.
