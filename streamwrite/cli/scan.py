@@ -8,8 +8,8 @@ read (``read_table(filters=)``), and the filter is applied to every row read, so
 is exactly the matching rows; ``--limit`` keeps the first N of them in the path's row order.
 ``--explain`` prints what each level would skip and why, and the bytes read, instead of the
 rows (:mod:`streamwrite.cli.explain`). Errors (a filter not in the grammar, a column the
-data does not have, a filter whose types do not apply, such as ``symbol > 3``) print one
-line and exit 2.
+data does not have, a literal its column cannot be compared with, such as ``symbol > 3``)
+print one line and exit 2.
 
 Formats: ``table`` (aligned columns, a header, a last line counting the rows), ``csv``
 (header, RFC 4180 quoting; timestamps in ISO 8601), ``json`` (one JSON object per line;
@@ -68,7 +68,8 @@ def scan_rows(
     Raises:
         FilterSyntaxError: the filter is not in the grammar.
         SchemaError: a column the data does not have.
-        ConfigError: the filter does not apply to the columns' types; a negative limit.
+        ConfigError: the filter does not apply to the columns' types (a literal that cannot
+            be compared with its column, as the predicate core says); a negative limit.
     """
     if limit is not None and limit < 0:
         raise ConfigError(f"--limit must be 0 or more, got {limit}.")
@@ -83,13 +84,6 @@ def scan_rows(
             f"The filter names the column {missing[0]!r}, which {str(path)!r} does not have "
             f"(its columns: {schema.names})."
         )
-    try:
-        schema.empty_table().filter(expression)  # binds it: the types must apply
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-        raise ConfigError(
-            f"The filter {filter_text!r} does not apply to the columns of {str(path)!r} "
-            f"({_types(schema, filter_columns)}): {exc}"
-        ) from None
     table = streamwrite.read_table(path, columns=needed, filters=expression, decryption=decryption)
     if columns is not None:
         table = table.select(columns)
@@ -106,10 +100,6 @@ def _schema(path: Path, decryption: streamwrite.DecryptionConfig | None) -> pa.S
     with streamwrite.ParquetFile(path, decryption=decryption) as parquet:
         schema: pa.Schema = parquet.schema_arrow
     return schema
-
-
-def _types(schema: pa.Schema, names: tuple[str, ...]) -> str:
-    return ", ".join(f"{name} {schema.field(name).type}" for name in names)
 
 
 def _text(value: Any) -> str:

@@ -142,7 +142,7 @@ def test_formats_columns_and_limit(paths: dict[str, Path]) -> None:
     [
         (["--filter", "qty >"], "at position 6"),
         (["--filter", "nope = 1"], "'nope'"),
-        (["--filter", "symbol > 3"], "does not apply"),
+        (["--filter", "symbol > 3"], "cannot be compared with column 'symbol'"),
         (["--filter", "qty > 1", "--columns", "qty,,price"], "empty column name"),
         (["--filter", "qty > 1", "--columns", "nope"], "nope"),
         (["--filter", "qty > 1", "--limit", "-1"], "--limit"),
