@@ -72,7 +72,10 @@ def describe_index(path: Path) -> list[str]:
         current = sum(
             1
             for name, entry in held.items()
-            if name in listed and isinstance(entry, list | tuple) and entry[-1] == listed[name]
+            if name in listed
+            and isinstance(entry, list | tuple)
+            and len(entry) > 1
+            and entry[1] == listed[name]  # the store's [..., committed size, ...] entry
         )
         lines.append(
             f"store: {current} of the {len(listed)} listed segments indexed at their "

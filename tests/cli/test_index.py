@@ -66,6 +66,7 @@ def test_build_show_explain_drop(table: Path) -> None:
     done = run("index", "show", str(table))
     assert done.returncode == 0, done.stderr
     assert "  order_id=bloom:" in done.stdout and "  qty=minmax" in done.stdout
+    assert "store: 4 of the 4 listed segments indexed" in done.stdout
     assert (table / "_skipping").is_dir()
     order_id = reference_table(1000).column("order_id")[600].as_py()
     done = run("scan", str(table), "--filter", f"order_id = '{order_id}'", "--explain")
