@@ -34,6 +34,8 @@ _EXPORTS: dict[str, str] = {
     "WorkerError": "streamwrite.errors",
     # plain files
     "ParquetFile": "streamwrite.reader.file",
+    "ReadPlan": "streamwrite.reader.plan",
+    "RowGroupPlan": "streamwrite.reader.plan",
     "FileMetaData": "streamwrite.reader.metadata",
     "RowGroupMetaData": "streamwrite.reader.metadata",
     "ColumnChunkMetaData": "streamwrite.reader.metadata",
@@ -100,8 +102,10 @@ __all__ = (
     "ParquetWriter",
     "PartitionStatus",
     "ProcessPool",
+    "ReadPlan",
     "Retired",
     "RowGroupMetaData",
+    "RowGroupPlan",
     "SchemaError",
     "Segment",
     "SegmentInfo",
@@ -161,6 +165,7 @@ if TYPE_CHECKING:
         RowGroupMetaData,
         Statistics,
     )
+    from streamwrite.reader.plan import ReadPlan, RowGroupPlan
     from streamwrite.table.api import (
         CommitTicket,
         Table,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -39,6 +40,7 @@ def read_table(
     max_decompressed_page_size: int | None = None,
     snapshot: int | None = None,
     decryption: DecryptionConfig | None = None,
+    filters: object = None,
 ) -> pa.Table:
     """Read a Parquet file, a live file or a table, or a directory of plain Parquet files.
 
@@ -50,6 +52,13 @@ def read_table(
     committed ``data.parquet`` size, e.g. ``Commit.parquet_size``) reads exactly that prefix of
     a file or live file. ``decryption`` holds the keys of an encrypted file.
 
+    ``filters`` keeps only the rows matching them: pyarrow's DNF (``[("x", "<", 3)]``,
+    ``[[...], [...]]``, as ``pyarrow.parquet.read_table(filters=)``) or a
+    ``pyarrow.compute.Expression``. The result is
+    the full read filtered with them, same rows in the same order; what cannot match is
+    skipped unread (row groups by statistics, bloom filters and the embedded index, pages by
+    the page index; a directory's Hive columns; a table's partitions and segments).
+
     Returns:
         The rows as a ``pyarrow.Table``.
 
@@ -59,10 +68,12 @@ def read_table(
         EncryptionError: an encrypted file without ``decryption`` (or an encrypted column of a
             plaintext-footer file), a wrong key or AAD prefix, a tampered or moved module.
         UnsupportedError: nested columns, external key material, LZO.
-        SchemaError: ``columns`` names a column the file does not have; the files of a
-            directory do not share one schema (the message names the first that differs).
+        SchemaError: ``columns`` or ``filters`` names a column the file does not have; the
+            files of a directory do not share one schema (the message names the first that
+            differs).
         ConfigError: a non-positive ``max_decompressed_page_size``; a directory that is none
-            of the above (the message says what it lacks for each).
+            of the above (the message says what it lacks for each); a filter that cannot be
+            represented, or a literal that does not compare with its column.
     """
     options = {
         "verify_checksums": verify_checksums,
@@ -75,8 +86,11 @@ def read_table(
         if kind is DirectoryKind.TABLE:
             if snapshot is not None:
                 raise ConfigError("A table is pinned with Table.snapshot(), not snapshot=.")
+            table_options: dict[str, Any] = {"decryption": decryption}
+            if filters is not None:
+                table_options["filters"] = filters  # TableSnapshot.read(filters=), issue 14
             return read_snapshot(directory).read(
-                None if columns is None else list(columns), decryption=decryption
+                None if columns is None else list(columns), **table_options
             )
         if kind is DirectoryKind.PLAIN:
             if snapshot is not None:
@@ -84,6 +98,6 @@ def read_table(
                     f"snapshot= pins a committed size of one live file; {str(directory)!r} is "
                     "a directory of plain Parquet files."
                 )
-            return read_plain_directory(directory, columns, **options)
+            return read_plain_directory(directory, columns, filters, **options)
     with ParquetFile(source, snapshot=snapshot, **options) as pf:  # type: ignore[arg-type]
-        return pf.read(columns)
+        return pf.read(columns, filters=filters)

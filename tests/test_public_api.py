@@ -77,6 +77,9 @@ FACTORY_MADE = {
     "streamwrite.RowGroupMetaData": "streamwrite.FileMetaData.row_group",
     "streamwrite.ColumnChunkMetaData": "streamwrite.RowGroupMetaData.column",
     "streamwrite.Statistics": "streamwrite.ColumnChunkMetaData.statistics",
+    # the plan of a filtered read, made by the file it reads
+    "streamwrite.ReadPlan": "streamwrite.ParquetFile.plan",
+    "streamwrite.RowGroupPlan": "streamwrite.ReadPlan.row_groups",
 }
 """Classes whose instances only a factory makes: their ``__init__`` takes the package's own
 parts and is not walked (their public methods, properties and fields are)."""

@@ -52,7 +52,7 @@ from workers.page import (
     build_data_page_v2,
     build_dictionary_page,
 )
-from workers.stats import SortOrder, ValueStats, boundary_order, compute_stats
+from workers.stats import SortOrder, ValueStats, boundary_order, compute_stats, count_nans
 from workers.values import BinaryValues, count_values
 
 __all__ = ["ChunkCrypto", "ChunkSettings", "EncodedChunk", "encode_chunk"]
@@ -152,9 +152,10 @@ class _PageSplitter:
         return pages
 
 
-def _statistics(stats: ValueStats, null_count: int) -> t.Statistics:
+def _statistics(stats: ValueStats, null_count: int, nan_count: int | None) -> t.Statistics:
     return t.Statistics(
         null_count=null_count,
+        nan_count=nan_count,
         min_value=stats.min_value,
         max_value=stats.max_value,
         is_min_value_exact=stats.is_min_value_exact if stats.min_value is not None else None,
@@ -481,7 +482,8 @@ def _finish(
                 settings.sort_order,
                 max_size=settings.statistics_truncate_length,
             )
-        statistics = _statistics(chunk_stats, null_count)
+        nans = count_nans(values, ptype, settings.sort_order)
+        statistics = _statistics(chunk_stats, null_count, nans)
     optional = settings.max_definition_level > 0
     is_byte_array = ptype == Type.BYTE_ARRAY
     size_statistics = t.SizeStatistics(

@@ -24,15 +24,8 @@ first page of a chunk with a dictionary is a dictionary page; the page ordinal c
 pages from 0. A decrypted header may be followed by zero padding (parquet-java). A module that
 fails to decrypt raises :class:`~streamwrite.errors.EncryptionError` naming the module.
 
-The body of an encrypted DATA_PAGE_V2 with levels has two layouts in the wild::
-
-    Arrow (parquet-cpp, arrow-rs, streamwrite's default):  DATA_PAGE(levels + values)
-    parquet-java (Spark; streamwrite's "parquet-java"):     levels + DATA_PAGE(values)
-
-Both are read. The module's 4-byte length prefix tells them apart (at byte 0 it equals
-``len(body) - 4`` in the Arrow layout; after the levels it equals ``len(body) - levels - 4`` in
-parquet-java's), which works for CTR page bodies too (no tag to try); under GCM a body where both
-hold is tried as Arrow first, then as parquet-java.
+The body of an encrypted DATA_PAGE_V2 with levels has two layouts in the wild, both read
+(:mod:`workers.decode_crypto`).
 
 With ``keep_dictionary`` (compaction's merge jobs), a chunk whose data pages are all
 dictionary-encoded comes back as its dictionary and the checked indices instead of the
@@ -54,7 +47,7 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -63,17 +56,16 @@ from streamwrite.errors import (
     ChecksumError,
     ConfigError,
     CorruptFileError,
-    EncryptionError,
     FormatError,
     LimitError,
     SchemaError,
     UnsupportedError,
 )
 from streamwrite.format import structs as t
-from streamwrite.format.aad import ModuleType
 from streamwrite.format.enums import CompressionCodec, Encoding, PageType, Type
 from streamwrite.format.thrift.codec import deserialize
 from workers.compression import decompress
+from workers.decode_crypto import PageCipher, PageDecryption
 from workers.encoding.dictionary import decode_dictionary_indices
 from workers.encoding.plain import decode_plain
 from workers.encoding.rle_hybrid import decode_levels_v1, decode_rle_hybrid
@@ -106,18 +98,6 @@ KERNEL_ERRORS: tuple[type[Exception], ...] = (
 )
 """What numpy and the kernels may raise on malformed bytes; callers catch StreamwriteError
 (a ValueError) before this tuple."""
-
-
-class PageCipher(Protocol):
-    """Decrypts the modules of one column chunk (``crypto.decryption.ChunkDecryptor``)."""
-
-    def decrypt(
-        self, module_type: ModuleType, buf: bytes | memoryview, page_ordinal: int = -1
-    ) -> tuple[bytes, int]:
-        """Returns the plaintext of the module at the start of ``buf`` and the bytes it took.
-
-        Raises EncryptionError naming the module when it does not decrypt."""
-        ...
 
 
 def max_page_values(max_decompressed_page_size: int) -> int:
@@ -214,7 +194,7 @@ def _crc_ok(body: memoryview, crc: int) -> bool:
     return zlib.crc32(body) == (crc & 0xFFFFFFFF)
 
 
-class _ChunkDecoder:
+class _ChunkDecoder(PageDecryption):
     def __init__(
         self,
         buf: memoryview,
@@ -245,9 +225,6 @@ class _ChunkDecoder:
         self.max_size = max_decompressed_page_size
         self.max_values = max_page_values(max_decompressed_page_size)
         self.dictionary: Any = None
-
-    def error(self, message: str, pos: int) -> CorruptFileError:
-        return CorruptFileError(f"{self.where}: {message}", self.chunk_offset + pos)
 
     def decompress(self, data: memoryview, size: int | None, pos: int) -> bytes | memoryview:
         if size is None or size < 0:
@@ -376,98 +353,67 @@ class _ChunkDecoder:
             )
         self.dictionary, _ = decode_plain(raw, self.physical_type, dph.num_values, self.type_length)
 
-    def encryption_error(self, exc: EncryptionError, pos: int, also: str = "") -> EncryptionError:
-        return EncryptionError(f"{exc}{also} (page at byte offset {self.chunk_offset + pos})")
+    def page(
+        self, pos: int, page_ordinal: int, remaining: int, dictionary_header: bool
+    ) -> tuple[int, int | None, Any, npt.NDArray[np.uint8] | None, PageInfo | None]:
+        """Decodes the page at ``pos`` of ``self.buf`` (``remaining`` rows may follow).
 
-    def decrypt_header(self, pos: int, page_ordinal: int) -> tuple[t.PageHeader, int]:
-        """Decrypts the page header module at ``pos``; returns it and where the body starts."""
-        assert self.cipher is not None
-        dictionary = pos == 0 and self.dictionary_first
-        module = ModuleType.DICTIONARY_PAGE_HEADER if dictionary else ModuleType.DATA_PAGE_HEADER
-        try:
-            plain, used = self.cipher.decrypt(module, self.buf[pos:], page_ordinal)
-        except EncryptionError as exc:
-            raise self.encryption_error(exc, pos) from None
-        try:
-            header, _ = deserialize(t.PageHeader, plain)  # zero padding may follow
-        except (FormatError, LimitError) as exc:
-            raise self.error(f"unreadable decrypted {module.name}: {exc}", pos) from exc
-        if dictionary != (header.type == PageType.DICTIONARY_PAGE):
-            raise self.error(f"the {module.name} module holds a page of type {header.type}.", pos)
-        return header, pos + used
-
-    def decrypt_body(
-        self, header: t.PageHeader, body: memoryview, pos: int, page_ordinal: int, also: str = ""
-    ) -> memoryview:
-        """The decrypted page body; ``also`` adds to a failure message (CRC32 mismatch).
-
-        A DATA_PAGE_V2 with levels comes in two layouts (module docstring); see
-        :meth:`decrypt_v2_body`."""
-        assert self.cipher is not None
-        if header.type == PageType.DATA_PAGE_V2 and header.data_page_header_v2 is not None:
-            v2 = header.data_page_header_v2
-            levels = (v2.repetition_levels_byte_length or 0) + (
-                v2.definition_levels_byte_length or 0
-            )
-            if 0 < levels < len(body):
-                return self.decrypt_v2_body(body, levels, pos, page_ordinal, also)
-        return self.decrypt_module(header, body, pos, page_ordinal, also)
-
-    def decrypt_v2_body(
-        self, body: memoryview, levels: int, pos: int, page_ordinal: int, also: str
-    ) -> memoryview:
-        """Decrypts a DATA_PAGE_V2 body with ``levels`` bytes of levels, in either layout.
-
-        The layout is told by the module length prefix: the whole-body module (Arrow) starts
-        with ``len(body) - 4``; parquet-java's values module, after the plaintext levels, with
-        ``len(body) - levels - 4``. Both cannot hold unless the levels' first 4 bytes happen to
-        equal that number; then (GCM) the whole-body module is tried first and the other on an
-        authentication failure. Under AES_GCM_CTR_V1 a page body has no tag, so the length
-        check alone decides. If neither fits, the whole-body module is tried, for its error.
-        """
-        size = len(body)
-        arrow = int.from_bytes(body[0:4], "little") == size - 4
-        java = size - levels >= 4 and (
-            int.from_bytes(body[levels : levels + 4], "little") == size - levels - 4
-        )
-        if arrow or not java:
-            try:
-                return self.decrypt_module(None, body, pos, page_ordinal, also)
-            except EncryptionError as exc:
-                if not java:
-                    raise
-                first = exc
-            try:
-                values = self.decrypt_module(None, body[levels:], pos, page_ordinal, also)
-            except EncryptionError:
-                raise first from None
+        Returns ``(next_pos, page_type, values, def_levels, info)``: ``info`` is None for a
+        page type that is skipped; ``values`` is None except for a data page. An encrypted
+        header is decrypted as a dictionary page header when ``dictionary_header``."""
+        buf = self.buf
+        if self.cipher is not None:
+            header, body_start = self.decrypt_header(pos, page_ordinal, dictionary_header)
         else:
-            values = self.decrypt_module(None, body[levels:], pos, page_ordinal, also)
-        return memoryview(bytes(body[:levels]) + bytes(values))
-
-    def decrypt_module(
-        self,
-        header: t.PageHeader | None,
-        body: memoryview,
-        pos: int,
-        page_ordinal: int,
-        also: str = "",
-    ) -> memoryview:
-        """Decrypts ``body`` as one page module (``header`` None: a DATA_PAGE module)."""
-        assert self.cipher is not None
-        dictionary = header is not None and header.type == PageType.DICTIONARY_PAGE
-        module = ModuleType.DICTIONARY_PAGE if dictionary else ModuleType.DATA_PAGE
-        try:
-            plain, used = self.cipher.decrypt(module, body, page_ordinal)
-        except EncryptionError as exc:
-            raise self.encryption_error(exc, pos, also) from None
-        if used != len(body):
-            raise EncryptionError(
-                f"{self.where}: the {module.name} module of page {page_ordinal} takes {used} "
-                f"bytes, its header says {len(body)} (page at byte offset "
-                f"{self.chunk_offset + pos})."
+            try:
+                header, body_start = deserialize(t.PageHeader, buf, pos)
+            except FormatError as exc:
+                raise self.error(f"unreadable page header: {exc}", pos) from exc
+        size = header.compressed_page_size
+        if size is None or size < 0 or body_start + size > len(buf):
+            raise self.error(f"page of {size} bytes runs past the column chunk.", pos)
+        body = buf[body_start : body_start + size]
+        encrypted = self.cipher is not None and header.type in _ENCRYPTED_PAGES
+        if self.verify and header.crc is not None and not _crc_ok(body, header.crc):
+            if encrypted:  # a failed GCM tag names the module; CTR bodies have none
+                also = "; its CRC32 does not match either"
+                self.decrypt_body(header, body, pos, page_ordinal, also)
+            raise ChecksumError(
+                f"{self.where}: page CRC32 does not match its bytes.", self.chunk_offset + pos
             )
-        return memoryview(plain)
+        if encrypted:
+            body = self.decrypt_body(header, body, pos, page_ordinal)
+        end = body_start + size
+        try:
+            if header.type == PageType.DICTIONARY_PAGE:
+                self.dictionary_page(header, body, pos)
+                info = PageInfo(header.type, self.chunk_offset + pos, end - pos, 0, 0)
+                return end, header.type, None, None, info
+            if header.type in _DATA_PAGES:
+                values, levels, page_rows = self.data_page(header, body, pos, remaining)
+                nulls = 0
+                if levels is not None:
+                    count = (
+                        values.indices.shape[0]
+                        if isinstance(values, _Indices)
+                        else count_values(values)
+                    )
+                    nulls = page_rows - count
+                info = PageInfo(header.type, self.chunk_offset + pos, end - pos, page_rows, nulls)
+                return end, header.type, values, levels, info
+            # other page types (INDEX_PAGE, future ones) are skipped, as other readers do
+            return end, header.type, None, None, None
+        except (CorruptFileError, UnsupportedError, LimitError):
+            raise
+        except (FormatError, ConfigError, SchemaError) as exc:
+            raise self.error(f"page does not decode: {exc}", pos) from exc
+        except MemoryError as exc:
+            raise LimitError(
+                f"{self.where}: the page at byte offset {self.chunk_offset + pos} needs "
+                "more memory than is available."
+            ) from exc
+        except KERNEL_ERRORS as exc:
+            raise self.error(f"page does not decode ({type(exc).__name__}: {exc}).", pos) from exc
 
     def run(self, num_rows: int) -> DecodedChunk:
         pos = 0
@@ -475,79 +421,34 @@ class _ChunkDecoder:
         level_parts: list[npt.NDArray[np.uint8]] = []
         rows = 0
         pages: list[PageInfo] = []
-        buf = self.buf
         page_ordinal = 0
         while rows < num_rows:
-            if pos >= len(buf):
+            if pos >= len(self.buf):
                 raise self.error(f"chunk ends after {rows} of {num_rows} values.", pos)
-            if self.cipher is not None:
-                header, body_start = self.decrypt_header(pos, page_ordinal)
-            else:
-                try:
-                    header, body_start = deserialize(t.PageHeader, buf, pos)
-                except FormatError as exc:
-                    raise self.error(f"unreadable page header: {exc}", pos) from exc
-            size = header.compressed_page_size
-            if size is None or size < 0 or body_start + size > len(buf):
-                raise self.error(f"page of {size} bytes runs past the column chunk.", pos)
-            body = buf[body_start : body_start + size]
-            encrypted = self.cipher is not None and header.type in _ENCRYPTED_PAGES
-            if self.verify and header.crc is not None and not _crc_ok(body, header.crc):
-                if encrypted:  # a failed GCM tag names the module; CTR bodies have none
-                    also = "; its CRC32 does not match either"
-                    self.decrypt_body(header, body, pos, page_ordinal, also)
-                raise ChecksumError(
-                    f"{self.where}: page CRC32 does not match its bytes.", self.chunk_offset + pos
-                )
-            if encrypted:
-                body = self.decrypt_body(header, body, pos, page_ordinal)
-            if header.type != PageType.DICTIONARY_PAGE:
+            dictionary_header = pos == 0 and self.dictionary_first
+            pos, page_type, values, levels, info = self.page(
+                pos, page_ordinal, num_rows - rows, dictionary_header
+            )
+            if page_type != PageType.DICTIONARY_PAGE:
                 page_ordinal += 1
-            try:
-                if header.type == PageType.DICTIONARY_PAGE:
-                    self.dictionary_page(header, body, pos)
-                    pages.append(
-                        PageInfo(
-                            header.type, self.chunk_offset + pos, body_start + size - pos, 0, 0
-                        )
-                    )
-                elif header.type in _DATA_PAGES:
-                    values, levels, page_rows = self.data_page(header, body, pos, num_rows - rows)
-                    parts.append(values)
-                    nulls = 0
-                    if levels is not None:
-                        level_parts.append(levels)
-                        count = (
-                            values.indices.shape[0]
-                            if isinstance(values, _Indices)
-                            else count_values(values)
-                        )
-                        nulls = page_rows - count
-                    rows += page_rows
-                    pages.append(
-                        PageInfo(
-                            header.type,
-                            self.chunk_offset + pos,
-                            body_start + size - pos,
-                            page_rows,
-                            nulls,
-                        )
-                    )
-                # other page types (INDEX_PAGE, future ones) are skipped, as other readers do
-            except (CorruptFileError, UnsupportedError, LimitError):
-                raise
-            except (FormatError, ConfigError, SchemaError) as exc:
-                raise self.error(f"page does not decode: {exc}", pos) from exc
-            except MemoryError as exc:
-                raise LimitError(
-                    f"{self.where}: the page at byte offset {self.chunk_offset + pos} needs "
-                    "more memory than is available."
-                ) from exc
-            except KERNEL_ERRORS as exc:
-                raise self.error(
-                    f"page does not decode ({type(exc).__name__}: {exc}).", pos
-                ) from exc
-            pos = body_start + size
+            if info is None:
+                continue
+            pages.append(info)
+            if page_type != PageType.DICTIONARY_PAGE:
+                parts.append(values)
+                if levels is not None:
+                    level_parts.append(levels)
+                rows += info.num_rows
+        return self.finish(parts, level_parts, rows, pages)
+
+    def finish(
+        self,
+        parts: list[Any],
+        level_parts: list[npt.NDArray[np.uint8]],
+        rows: int,
+        pages: list[PageInfo],
+    ) -> DecodedChunk:
+        """The decoded chunk from the data pages' values and levels."""
         dictionary = None
         if parts and all(isinstance(part, _Indices) for part in parts):
             dictionary = self.dictionary

@@ -50,6 +50,7 @@ __all__ = [
     "ValueStats",
     "boundary_order",
     "compute_stats",
+    "count_nans",
     "decode_stat",
 ]
 
@@ -316,6 +317,34 @@ def _lex_argmin(keys: npt.NDArray[np.uint8]) -> int:
 
 def _lex_argmax(keys: npt.NDArray[np.uint8]) -> int:
     return _lex_extreme(keys, np.max)
+
+
+def count_nans(
+    values: np.ndarray | BinaryValues, physical_type: Type, order: SortOrder
+) -> int | None:
+    """``Statistics.nan_count`` (field 9) of non-null values: how many are NaN.
+
+    Args:
+        values: Non-null values in the in-memory form of :mod:`workers.values`.
+        physical_type: The column's physical type.
+        order: The column's sort order.
+
+    Returns:
+        The number of NaN values for FLOAT, DOUBLE and FLOAT16 columns (readers use it to
+        know a chunk holds no NaN: without it they must assume NaN may be present); None for
+        every other column.
+    """
+    if order == SortOrder.FLOAT and physical_type in (Type.FLOAT, Type.DOUBLE):
+        arr = np.asarray(values)
+        return int(np.count_nonzero(np.isnan(arr))) if arr.shape[0] else 0
+    if order == SortOrder.FLOAT16 and not isinstance(values, BinaryValues):
+        mat = np.asarray(values)
+        if mat.ndim != 2 or mat.shape[1] != 2 or mat.dtype != np.uint8:
+            return None
+        halves = np.ascontiguousarray(mat).view("<u2").reshape(-1)
+        # IEEE half NaN: exponent all ones, mantissa not zero.
+        return int(np.count_nonzero((halves & 0x7FFF) > 0x7C00))
+    return None
 
 
 # --- decoding single bounds (page index, tests) -----------------------------------------------

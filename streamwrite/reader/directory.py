@@ -33,6 +33,8 @@ from streamwrite.errors import ConfigError, SchemaError
 from streamwrite.format.txn import TXN_FILE
 from streamwrite.layout.actions import LiveFileName
 from streamwrite.reader.file import ParquetFile
+from streamwrite.reader.pruned_read import filtered_tables
+from streamwrite.reader.pruning import plan_read
 
 __all__ = ["DirectoryKind", "classify_directory", "plain_parquet_files", "read_plain_directory"]
 
@@ -157,10 +159,38 @@ def _partition_columns(
     return columns
 
 
+def _partition_types(partitions: list[dict[str, str | None]]) -> dict[str, pa.DataType]:
+    """Each Hive column's value type, as :func:`_partition_columns` infers it."""
+    types = {}
+    for key in partitions[0]:
+        values = {value for v in partitions if (value := v[key]) is not None}
+        as_int = all(_INT32.fullmatch(v) and -(2**31) <= int(v) < 2**31 for v in values)
+        types[key] = pa.int32() if as_int else pa.string()
+    return types
+
+
+def _constants(
+    values: dict[str, str | None], types: dict[str, pa.DataType]
+) -> dict[str, pa.Scalar]:
+    """A file's Hive values as the scalars filters compare them as."""
+    return {
+        key: pa.scalar(
+            None if value is None else int(value) if types[key] == pa.int32() else value,
+            types[key],
+        )
+        for key, value in values.items()
+    }
+
+
 def read_plain_directory(
-    directory: Path, columns: Sequence[str] | None, **options: Any
+    directory: Path, columns: Sequence[str] | None, filters: object = None, **options: Any
 ) -> pa.Table:
     """Read a directory of plain Parquet files (module docstring).
+
+    With ``filters`` (as ``ParquetFile.read``; they may use the Hive columns), only the rows
+    matching them, in the same order: a file whose Hive values cannot match is not opened
+    beyond its footer, and each file is read with pruning
+    (:func:`streamwrite.reader.pruning.plan_read`, its Hive values as constants).
 
     Returns:
         The rows of every file, files in sorted path order.
@@ -188,7 +218,16 @@ def read_plain_directory(
                     f"{_schema_difference(first_schema, schema)}. Every Parquet file of a "
                     "directory must share one schema."
                 )
-            tables.append(pf.read(file_columns))
+            if filters is None:
+                tables.append(pf.read(file_columns))
+                continue
+            constants = {}
+            if partitions is not None:
+                constants = _constants(partitions[len(tables)], _partition_types(partitions))
+            plan = plan_read(pf, filters, file_columns, constants=constants)
+            parts = list(filtered_tables(pf, plan))
+            out = pa.schema([schema.field(name) for name in plan.columns])
+            tables.append(pa.concat_tables(parts) if parts else out.empty_table())
     table = pa.concat_tables(tables)
     if partitions:
         added = _partition_columns(partitions, [t.num_rows for t in tables])

@@ -51,6 +51,9 @@ from streamwrite.errors import (
 from streamwrite.format import structs as t
 from streamwrite.options import ReadOptions, public_keywords
 from streamwrite.reader.metadata import FileMetaData, ParquetSchemaView
+from streamwrite.reader.plan import ReadPlan
+from streamwrite.reader.pruned_read import batches, filtered_tables, read_planned_row_group
+from streamwrite.reader.pruning import plan_read
 from streamwrite.reader.tail import (
     _MAX_DICTIONARY_HEADER_SIZE,
     Source,
@@ -433,7 +436,10 @@ class ParquetFile:
         return self._options.max_decompressed_page_size
 
     def _read_column(self, spec: ColumnSpec, i: int) -> pa.Array:
-        decoded = self._decode_column_chunk(i, spec)
+        return self._to_arrow(self._decode_column_chunk(i, spec), spec, i)
+
+    def _to_arrow(self, decoded: DecodedChunk, spec: ColumnSpec, i: int) -> pa.Array:
+        """The Arrow array of decoded rows of column ``spec`` in row group ``i`` (checked)."""
         pages: list[PageInfo] = decoded.pages
         offset = pages[0].offset if pages else self.footer_offset
         where = f"Column {spec.name!r} of row group {i}"
@@ -456,8 +462,11 @@ class ParquetFile:
                 offset,
             ) from exc
 
-    def read_row_group(self, i: int, columns: Sequence[str] | None = None) -> pa.Table:
-        """Read row group ``i`` (only ``columns`` if given).
+    def read_row_group(
+        self, i: int, columns: Sequence[str] | None = None, *, filters: object = None
+    ) -> pa.Table:
+        """Read row group ``i`` (only ``columns`` if given; only rows matching ``filters``, as
+        :meth:`read`).
 
         Returns:
             The rows as a ``pyarrow.Table``.
@@ -472,6 +481,9 @@ class ParquetFile:
         row_groups = self.thrift_metadata.row_groups or []
         if not 0 <= i < len(row_groups):
             raise IndexError(f"Row group {i} does not exist; the file has {len(row_groups)}.")
+        if filters is not None:
+            plan = plan_read(self, filters, columns, [i])
+            return read_planned_row_group(self, plan, plan.row_groups[0])
         specs = self._columns(columns)
         arrays = [self._read_column(spec, i) for spec in specs]
         lengths = {len(array) for array in arrays}
@@ -482,24 +494,57 @@ class ParquetFile:
             )
         return pa.Table.from_arrays(arrays, schema=pa.schema([spec.field for spec in specs]))
 
-    def read(self, columns: Sequence[str] | None = None) -> pa.Table:
-        """Read every row group.
+    def read(self, columns: Sequence[str] | None = None, *, filters: object = None) -> pa.Table:
+        """Read every row group, or with ``filters`` only the rows matching them.
+
+        Args:
+            columns: Only these columns (default all).
+            filters: pyarrow's DNF (``[("x", "<", 3)]``, ``[[...], [...]]``, ops ``=``,
+                ``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=``, ``in``, ``not in``) or a
+                ``pyarrow.compute.Expression``. The result equals the full read filtered with
+                it, same rows in the same order; statistics, bloom filters, the page index and
+                the embedded index only skip what cannot match (:meth:`plan`).
 
         Returns:
             The rows as a ``pyarrow.Table`` with the file's Arrow schema.
+
+        Raises:
+            SchemaError, ConfigError: as :meth:`plan`; CorruptFileError...: as
+            :meth:`read_row_group`.
         """
         specs = self._columns(columns)
         schema = pa.schema([spec.field for spec in specs])
-        tables = [self.read_row_group(i, columns) for i in range(self.num_row_groups)]
+        if filters is None:
+            tables = [self.read_row_group(i, columns) for i in range(self.num_row_groups)]
+        else:
+            tables = list(filtered_tables(self, plan_read(self, filters, columns)))
         if not tables:
             return schema.empty_table()
         return pa.concat_tables(tables)
+
+    def plan(self, filters: object, columns: Sequence[str] | None = None) -> ReadPlan:
+        """What :meth:`read` with ``filters`` reads, and what it skips and why.
+
+        Returns:
+            A :class:`streamwrite.ReadPlan`: per row group kept or skipped
+            (``"statistics"``, ``"embedded_index"``, ``"bloom_filter"``, ``"page_index"``) and
+            the row ranges read; ``num_row_groups``, ``num_row_groups_read``, ``num_pages``,
+            ``num_pages_read``, ``bytes_read``.
+
+        Raises:
+            SchemaError: the filter or ``columns`` names a column the file does not have.
+            ConfigError: a filter that cannot be represented or a literal that does not
+                compare with its column.
+        """
+        return plan_read(self, filters, columns)
 
     def iter_batches(
         self,
         batch_size: int = 65536,
         columns: Sequence[str] | None = None,
         row_groups: Sequence[int] | None = None,
+        *,
+        filters: object = None,
     ) -> Iterator[pa.RecordBatch]:
         """Read the file as record batches of ``batch_size`` rows (the last may be shorter),
         as ``pyarrow.parquet.ParquetFile.iter_batches`` (batches span row groups), holding one
@@ -509,6 +554,7 @@ class ParquetFile:
             batch_size: most rows per batch.
             columns: only these columns.
             row_groups: only these row groups, in this order (default all).
+            filters: only the rows matching them (as :meth:`read`).
 
         Returns:
             An iterator of ``pyarrow.RecordBatch``.
@@ -527,26 +573,11 @@ class ParquetFile:
                 raise IndexError(
                     f"Row group {i} does not exist; the file has {self.num_row_groups}."
                 )
-        return self._batches(batch_size, [spec.name for spec in specs], indexes)
-
-    def _batches(
-        self, batch_size: int, columns: list[str], indexes: list[int]
-    ) -> Iterator[pa.RecordBatch]:
-        pending: list[pa.Table] = []  # slices of at most two row groups, < batch_size rows
-        pending_rows = 0
-        for i in indexes:
-            table = self.read_row_group(i, columns)
-            offset = 0
-            while offset < table.num_rows:
-                take = min(batch_size - pending_rows, table.num_rows - offset)
-                pending.append(table.slice(offset, take))
-                pending_rows += take
-                offset += take
-                if pending_rows == batch_size:
-                    yield _one_batch(pending)
-                    pending, pending_rows = [], 0
-        if pending_rows:
-            yield _one_batch(pending)
+        names = [spec.name for spec in specs]
+        if filters is None:
+            return batches((self.read_row_group(i, names) for i in indexes), batch_size)
+        plan = plan_read(self, filters, names, indexes)  # checks the filter before yielding
+        return batches(filtered_tables(self, plan), batch_size)
 
     def close(self) -> None:
         """Close the file if this object opened it."""
@@ -557,8 +588,3 @@ class ParquetFile:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-def _one_batch(parts: list[pa.Table]) -> pa.RecordBatch:
-    """The rows of ``parts`` as one contiguous record batch."""
-    return pa.concat_tables(parts).combine_chunks().to_batches()[0]

@@ -1,0 +1,148 @@
+"""Executing a :class:`~streamwrite.reader.pruning.ReadPlan`: reading only what it keeps.
+
+Per row group read, every column read (asked for, or needed by the filter) is decoded either
+whole or page by page (its dictionary page and the data pages holding a kept row:
+:func:`workers.decode_pages.decode_pages`), then cut to the plan's row ranges, so all columns
+stay aligned row for row::
+
+    kept rows of column c = decoded rows of c  where  mask[global row of each decoded row]
+    mask                  = the plan's row ranges over [0, num_rows)
+
+Then the filter is applied to those rows (``table.filter(to_arrow(expr))``, the truth every
+pruned read equals) and the columns only the filter needed are dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from streamwrite.arrow.schema import ColumnSpec
+from streamwrite.errors import CorruptFileError
+from streamwrite.predicate import to_arrow
+from streamwrite.reader.page_index import ChunkPages
+from streamwrite.reader.plan import ParquetFile, ReadPlan, RowGroupPlan
+from workers.decode import DecodedChunk
+from workers.decode_pages import PageSlice, decode_pages
+
+__all__ = ["batches", "filtered_tables", "read_planned_row_group"]
+
+
+def _page_rows(located: ChunkPages, selected: npt.NDArray[np.intp]) -> npt.NDArray[np.int64]:
+    """The row group row of every row of the pages ``selected``, in order."""
+    starts = located.first_rows[selected]
+    counts = located.page_rows[selected]
+    offsets = np.cumsum(counts) - counts
+    return np.repeat(starts - offsets, counts) + np.arange(int(counts.sum()), dtype=np.int64)
+
+
+def _decode_selected(
+    pf: ParquetFile, i: int, spec: ColumnSpec, located: ChunkPages, selected: npt.NDArray[np.intp]
+) -> DecodedChunk:
+    """Decode the dictionary page and the data pages ``selected`` of one chunk."""
+    meta, where = pf._typed_chunk_meta(i, spec)
+    cipher = pf._chunk_decryptor(i, spec.index)
+    start, _ = pf._chunk_range(i, spec)
+    prefix = pf.read_bytes(start, int(located.offsets[0]) - start)
+    offsets = located.offsets[selected]
+    ends = offsets + located.sizes[selected]
+    rows = located.page_rows[selected]
+    cuts = np.flatnonzero(offsets[1:] != ends[:-1]) + 1  # runs of adjacent pages: one read each
+    slices: list[PageSlice] = []
+    for run in np.split(np.arange(selected.shape[0]), cuts):
+        if run.shape[0] == 0:
+            continue
+        base = int(offsets[run[0]])
+        data = pf.read_bytes(base, int(ends[run[-1]]) - base)
+        for k in run:
+            lo, hi = int(offsets[k]) - base, int(ends[k]) - base
+            slices.append(PageSlice(data[lo:hi], int(offsets[k]), int(selected[k]), int(rows[k])))
+    return decode_pages(
+        prefix,
+        start,
+        slices,
+        meta,
+        type_length=spec.type_length,
+        max_definition_level=spec.max_definition_level,
+        verify_checksums=pf.verify_checksums,
+        max_decompressed_page_size=pf.max_decompressed_page_size,
+        where=where,
+        cipher=cipher,
+        dictionary_first=meta.dictionary_page_offset == start,
+    )
+
+
+def read_planned_row_group(pf: ParquetFile, plan: ReadPlan, rg: RowGroupPlan) -> pa.Table:
+    """The rows of row group ``rg`` the plan reads, filtered, with the plan's columns.
+
+    Raises:
+        CorruptFileError, EncryptionError, LimitError...: as ``ParquetFile.read_row_group``.
+    """
+    specs = pf._columns(plan.read_columns)
+    schema = pa.schema([spec.field for spec in specs])
+    if rg.skipped_by is not None:
+        return schema.empty_table().select(list(plan.columns))
+    i = rg.index
+    mask = None
+    if rg.num_rows_read < rg.num_rows:
+        mask = rg._ranges.mask(rg.num_rows)
+    arrays = []
+    for spec in specs:
+        chosen = rg._pages.get(spec.name)
+        if chosen is not None:
+            located, selected = chosen
+            array = pf._to_arrow(_decode_selected(pf, i, spec, located, selected), spec, i)
+            assert mask is not None  # pages are chosen only when rows are cut
+            array = array.filter(pa.array(mask[_page_rows(located, selected)]))
+        else:
+            array = pf._read_column(spec, i)
+            if mask is not None:
+                array = array.filter(pa.array(mask))
+        arrays.append(array)
+    lengths = {len(array) for array in arrays}
+    if len(lengths) > 1:
+        raise CorruptFileError(
+            f"The columns of row group {i} have different row counts {sorted(lengths)} in the "
+            "rows read.",
+            pf.footer_offset,
+        )
+    table = pa.Table.from_arrays(arrays, schema=schema)
+    for name, value in plan._constants.items():
+        table = table.append_column(name, pa.repeat(value, table.num_rows))
+    if plan._expr is not None:
+        table = table.filter(to_arrow(plan._expr))
+    return table.select(list(plan.columns))
+
+
+def filtered_tables(pf: ParquetFile, plan: ReadPlan) -> Iterator[pa.Table]:
+    """The filtered rows of each row group the plan reads, one table each, in plan order."""
+    for rg in plan.row_groups:
+        if rg.skipped_by is None:
+            yield read_planned_row_group(pf, plan, rg)
+
+
+def batches(tables: Iterable[pa.Table], batch_size: int) -> Iterator[pa.RecordBatch]:
+    """Record batches of ``batch_size`` rows (the last may be shorter) from ``tables``,
+    holding one table and one batch in memory at a time."""
+    pending: list[pa.Table] = []  # slices of at most two tables, < batch_size rows
+    pending_rows = 0
+    for table in tables:
+        offset = 0
+        while offset < table.num_rows:
+            take = min(batch_size - pending_rows, table.num_rows - offset)
+            pending.append(table.slice(offset, take))
+            pending_rows += take
+            offset += take
+            if pending_rows == batch_size:
+                yield _one_batch(pending)
+                pending, pending_rows = [], 0
+    if pending_rows:
+        yield _one_batch(pending)
+
+
+def _one_batch(parts: list[pa.Table]) -> pa.RecordBatch:
+    """The rows of ``parts`` as one contiguous record batch."""
+    return pa.concat_tables(parts).combine_chunks().to_batches()[0]
