@@ -10,6 +10,8 @@ chunks go (a file, a live file's commit) differ::
          --row_group_jobs--> EncodeChunkJob per column     to_physical + chunk_settings (+ the
                                                            column's ChunkCrypto if encrypted)
          --run_job / an executor--> EncodedChunk per column  (workers, ring 2)
+         --attach_index_parts--> each chunk of an indexed    embedded index parts (spec 001):
+                                 column carries its part    distinct values, block min/max
          --FileWriter.add_row_group--> file bytes           (layout, ring 1)
 
 :func:`check_write_options` makes the checks of the write options that need the schema,
@@ -38,7 +40,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from streamwrite.arrow.schema import ColumnSpec, ParquetSchema
 from streamwrite.arrow.values import to_physical
@@ -46,6 +50,13 @@ from streamwrite.crypto.encryption import FileEncryptor
 from streamwrite.errors import ConfigError, SchemaError
 from streamwrite.format.chunk import EncodedChunk, EncodingDecision
 from streamwrite.format.enums import FieldRepetitionType, Type
+from streamwrite.format.index import (
+    ColumnIndexPart,
+    DistinctPart,
+    IndexColumnSpec,
+    TimeIndexPart,
+    ValueKind,
+)
 from streamwrite.options import WriteOptions
 from workers.choose import CARDINALITY_CHECK_EVERY
 from workers.chunk import ChunkSettings
@@ -56,10 +67,12 @@ __all__ = [
     "RESAMPLE_EVERY",
     "EncodingPlanner",
     "as_table",
+    "attach_index_parts",
     "check_values",
     "check_write_options",
     "chunk_settings",
     "encode_row_group",
+    "index_part",
     "row_group_jobs",
     "schema_difference",
 ]
@@ -313,6 +326,169 @@ def check_write_options(schema: ParquetSchema, options: WriteOptions) -> None:
                 f"bloom_filter_options asks for a Bloom filter on column {spec.name!r}, which "
                 "is BOOLEAN: Parquet Bloom filters do not cover BOOLEAN columns."
             )
+    by_name = {spec.name: spec for spec in schema.columns}
+    for index_spec in options.embedded_index:
+        value_type = _value_type(by_name[index_spec.name].field.type)
+        if index_spec.distinct and _value_kind(value_type) is None:
+            raise ConfigError(
+                f"embedded_index asks for a distinct index on column {index_spec.name!r} of "
+                f"type {value_type}: distinct takes integer, date, time, timestamp, string and "
+                "binary columns (floats and decimals have several spellings of one value)."
+            )
+        if index_spec.datafusion and not pa.types.is_string(value_type):
+            raise ConfigError(
+                f"embedded_index asks for datafusion_distinct on column {index_spec.name!r} of "
+                f"type {value_type}: spec 001's blob holds UTF-8 strings (type string)."
+            )
+        if index_spec.time_index and _value_kind(value_type) is not ValueKind.INT64:
+            raise ConfigError(
+                f"embedded_index asks for a time_index on column {index_spec.name!r} of type "
+                f"{value_type}: time_index takes timestamp, date, time, duration and integer "
+                "columns."
+            )
+
+
+def _value_type(arrow_type: pa.DataType) -> pa.DataType:
+    if pa.types.is_dictionary(arrow_type):
+        return arrow_type.value_type
+    return arrow_type
+
+
+def _value_kind(arrow_type: pa.DataType) -> ValueKind | None:
+    """How a column's values are stored in a DISTINCT entry (None: not indexable)."""
+    types = pa.types
+    if types.is_integer(arrow_type) or (
+        types.is_temporal(arrow_type) and not types.is_interval(arrow_type)
+    ):
+        return ValueKind.INT64
+    if (
+        types.is_string(arrow_type)
+        or types.is_large_string(arrow_type)
+        or types.is_binary(arrow_type)
+        or types.is_large_binary(arrow_type)
+        or types.is_fixed_size_binary(arrow_type)
+    ):
+        return ValueKind.BYTES
+    return None
+
+
+def _decoded(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    if pa.types.is_dictionary(column.type):
+        return column.cast(column.type.value_type)
+    return column
+
+
+def _as_int64(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """The values' storage as int64 (nulls as 0); uint64 keeps its bit pattern."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+    width = values.type.bit_width
+    if width == 64:
+        values = values.view(pa.int64())
+    elif not pa.types.is_unsigned_integer(values.type):
+        values = values.view(pa.int8() if width == 8 else pa.int16() if width == 16 else pa.int32())
+    return np.asarray(values.cast(pa.int64()).fill_null(0))
+
+
+def _distinct_part(column: pa.ChunkedArray, cap: int) -> DistinctPart:
+    kind = _value_kind(_value_type(column.type))
+    assert kind is not None
+    if pa.types.is_dictionary(column.type):
+        # the dictionary entries the indices use, then unique among them
+        used = [
+            chunk.dictionary.take(pc.unique(chunk.indices).drop_null()) for chunk in column.chunks
+        ]
+        unique = pc.unique(pa.chunked_array(used, type=column.type.value_type))
+    else:
+        unique = pc.unique(column)
+    unique = unique.drop_null()
+    if len(unique) > cap:
+        return DistinctPart(kind, (), over_cap=True)
+    if kind is ValueKind.INT64:
+        return DistinctPart(kind, tuple(_as_int64(unique).tolist()))
+    large = pa.types.is_large_string(unique.type) or pa.types.is_large_binary(unique.type)
+    binary = pa.large_binary() if large else pa.binary()
+    return DistinctPart(kind, tuple(unique.cast(binary).to_pylist()))
+
+
+_INT64_MAX = np.iinfo(np.int64).max
+_INT64_MIN = np.iinfo(np.int64).min
+
+
+def _time_part(column: pa.ChunkedArray, block_rows: int) -> TimeIndexPart:
+    column = _decoded(column)
+    num_rows = len(column)
+    num_blocks = -(-num_rows // block_rows)
+    padded = num_blocks * block_rows
+    values = _as_int64(column)
+    if column.null_count:
+        valid = np.zeros(padded, dtype=bool)
+        valid[:num_rows] = np.asarray(pc.is_valid(column))
+        lows = np.full(padded, _INT64_MAX, dtype=np.int64)
+        highs = np.full(padded, _INT64_MIN, dtype=np.int64)
+        lows[:num_rows] = np.where(valid[:num_rows], values, _INT64_MAX)
+        highs[:num_rows] = np.where(valid[:num_rows], values, _INT64_MIN)
+        null_counts = block_rows - valid.reshape(num_blocks, block_rows).sum(axis=1)
+        null_counts[-1] -= padded - num_rows
+        mins = lows.reshape(num_blocks, block_rows).min(axis=1)
+        maxs = highs.reshape(num_blocks, block_rows).max(axis=1)
+        all_null = null_counts == block_rows
+        all_null[-1] = null_counts[-1] == num_rows - (num_blocks - 1) * block_rows
+        mins[all_null] = 0
+        maxs[all_null] = 0
+    else:
+        whole = (num_rows // block_rows) * block_rows
+        blocks = values[:whole].reshape(-1, block_rows)
+        mins = np.empty(num_blocks, dtype=np.int64)
+        maxs = np.empty(num_blocks, dtype=np.int64)
+        mins[: len(blocks)] = blocks.min(axis=1)
+        maxs[: len(blocks)] = blocks.max(axis=1)
+        if whole < num_rows:
+            mins[-1] = values[whole:].min()
+            maxs[-1] = values[whole:].max()
+        null_counts = np.zeros(num_blocks, dtype=np.uint32)
+    return TimeIndexPart(
+        block_rows,
+        num_rows,
+        mins.astype("<i8").tobytes(),
+        maxs.astype("<i8").tobytes(),
+        null_counts.astype("<u4").tobytes(),
+    )
+
+
+def index_part(column: pa.ChunkedArray, spec: IndexColumnSpec) -> ColumnIndexPart:
+    """One column chunk's part of the embedded index, from its Arrow values (vectorised:
+    ``pyarrow.compute.unique``, numpy block min/max).
+
+    Returns:
+        The part (its DISTINCT values as ints or bytes, its blocks' min/max/null counts).
+    """
+    return ColumnIndexPart(
+        distinct=_distinct_part(column, spec.max_distinct) if spec.distinct else None,
+        time_index=(
+            _time_part(column, spec.block_rows) if spec.time_index and len(column) else None
+        ),
+    )
+
+
+def attach_index_parts(
+    chunks: list[EncodedChunk], table: pa.Table, options: WriteOptions
+) -> list[EncodedChunk]:
+    """The chunks of one row group (``table``'s rows, schema order), each chunk of a column
+    with an embedded index carrying its :func:`index_part`.
+
+    Returns:
+        ``chunks`` itself when no column is indexed, else a new list.
+    """
+    if not options.embedded_index:
+        return chunks
+    chunks = list(chunks)
+    names = table.column_names
+    for spec in options.embedded_index:
+        ordinal = names.index(spec.name)
+        part = index_part(table.column(ordinal), spec)
+        chunks[ordinal] = replace(chunks[ordinal], index_part=part)
+    return chunks
 
 
 def row_group_jobs(
@@ -391,4 +567,4 @@ def encode_row_group(
     chunks = [run(job) for job in jobs]
     if planner is not None:
         planner.observe(chunks)
-    return chunks
+    return attach_index_parts(chunks, table, options)

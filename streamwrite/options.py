@@ -24,6 +24,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from streamwrite.errors import ConfigError
 from streamwrite.format.enums import CompressionCodec, Encoding
+from streamwrite.format.index import IndexColumnSpec, parse_embedded_index
 
 __all__ = [
     "DEFAULT_COMPRESSION",
@@ -166,6 +167,8 @@ class WriteOptions:
     sorting_columns: tuple[SortingColumn, ...] = ()
     key_value_metadata: tuple[tuple[str, str], ...] = ()
     created_by: str = CREATED_BY
+    embedded_index: tuple[IndexColumnSpec, ...] = ()
+    """Columns with an embedded index (spec 001; :mod:`streamwrite.format.index`)."""
 
     def __post_init__(self) -> None:
         for name in ("row_group_size", "data_page_size", "data_page_row_limit"):
@@ -285,9 +288,9 @@ def make_write_options(
     ``dictionary_pagesize_limit``, ``data_page_version``, ``use_dictionary``,
     ``column_encoding``, ``write_statistics``, ``write_page_index``, ``write_page_checksum``,
     ``bloom_filter_options``, ``sorting_columns``, ``key_value_metadata``,
-    ``statistics_truncate_length``). Per-column arguments accept, as pyarrow does, a single
-    value for every column, a mapping from column name to value, or (booleans) a list of the
-    column names it applies to.
+    ``statistics_truncate_length``, ``embedded_index``). Per-column arguments accept, as
+    pyarrow does, a single value for every column, a mapping from column name to value, or
+    (booleans) a list of the column names it applies to.
 
     Args:
         column_names: The columns of the schema the options are for.
@@ -405,6 +408,7 @@ def _build_write_options(
     sorting_columns: Sequence[SortingColumn] | None = None,
     key_value_metadata: Mapping[str, str] | None = None,
     statistics_truncate_length: int | None = None,
+    embedded_index: Mapping[str, Sequence[object]] | None = None,
 ) -> WriteOptions:
     known = set(column_names)
     for arg_name, arg in (
@@ -485,6 +489,7 @@ def _build_write_options(
         columns=columns,
         sorting_columns=_sorting_columns(sorting_columns),
         key_value_metadata=tuple((str(k), str(v)) for k, v in (key_value_metadata or {}).items()),
+        embedded_index=parse_embedded_index(embedded_index, column_names),
     )
 
 

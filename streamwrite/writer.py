@@ -56,6 +56,7 @@ from streamwrite.crypto.encryption import FileEncryption
 from streamwrite.encode import (
     EncodingPlanner,
     as_table,
+    attach_index_parts,
     check_values,
     check_write_options,
     row_group_jobs,
@@ -254,6 +255,7 @@ class ParquetWriter:
                 )
                 chunks = [run_job(job) for job in jobs]
                 self._planner.observe(chunks)
+                chunks = attach_index_parts(chunks, piece, self.options)
                 self._target.write(self._writer.add_row_group(chunks, piece.num_rows))
         except BaseException as exc:
             if len(self._writer.row_groups) == first:

@@ -5,14 +5,19 @@ of each source row group (raw copy, physical, Arrow) and when held-back rows bec
 group; this module reads the row groups that way and executes the plan's actions::
 
     RAW_COPY    the source's column chunks are read as bytes (layout/raw_copy.py); an
-                UnsupportedError (a chunk stored in another file...) falls back to decoding
+                UnsupportedError (a chunk stored in another file...) falls back to decoding;
+                the chunks carry the row group's embedded index parts from the source's
+                blob (a part the source lacks is computed from the decoded column)
     PHYSICAL    its column chunks are read as compressed bytes and held back; every held
                 row group becomes one MergeChunkJob per column that the executor's workers
                 decode and re-encode (no Arrow on the way; the dictionaries of dictionary-
                 encoded BYTE_ARRAY sources are merged, no value hashed again:
-                workers/value_ops.py); compaction's jobs run at background priority
+                workers/value_ops.py); compaction's jobs run at background priority; the
+                columns with an embedded index are also decoded to Arrow here, held with
+                the rows, and the merged row group's parts computed from them
     ARROW       decoded here (decrypted) into Arrow, held back, sorted if asked, re-encoded
-                by row_group_jobs (re-encrypted under the new segment's keys and ordinals)
+                by row_group_jobs (re-encrypted under the new segment's keys and ordinals),
+                embedded index parts computed from the rows (encode.attach_index_parts)
 
 Schemas: the merged segment is written with the table's schema when it is created, and
 encoded with that segment's own Parquet schema and options (an ``add_columns`` during the
@@ -43,7 +48,7 @@ from streamwrite.arrow.evolution import widen_table
 from streamwrite.arrow.schema import ParquetSchema, arrow_to_parquet
 from streamwrite.compaction.host import CompactionHost
 from streamwrite.crypto.decryption import DecryptionConfig
-from streamwrite.encode import chunk_settings, row_group_jobs
+from streamwrite.encode import attach_index_parts, chunk_settings, index_part, row_group_jobs
 from streamwrite.errors import UnsupportedError
 from streamwrite.format.chunk import EncodedChunk
 from streamwrite.layout.compaction import (
@@ -55,6 +60,7 @@ from streamwrite.layout.compaction import (
     SortHeld,
     Way,
 )
+from streamwrite.layout.embedded_index import IndexBuilder, read_index_payload
 from streamwrite.layout.raw_copy import copy_row_group
 from streamwrite.live.file import EncodedRowGroup, LiveFile
 from streamwrite.options import WriteOptions
@@ -84,6 +90,8 @@ class _Rows:
     row_stop: int
     verify_checksums: bool
     max_decompressed_page_size: int
+    index_rows: pa.Table | None = None
+    """The columns with an embedded index, decoded (rows ``[row_start, row_stop)``)."""
 
     @property
     def num_rows(self) -> int:
@@ -91,7 +99,10 @@ class _Rows:
 
     def slice(self, offset: int, length: int | None = None) -> _Rows:
         stop = self.row_stop if length is None else self.row_start + offset + length
-        return replace(self, row_start=self.row_start + offset, row_stop=stop)
+        index_rows = None if self.index_rows is None else self.index_rows.slice(offset, length)
+        return replace(
+            self, row_start=self.row_start + offset, row_stop=stop, index_rows=index_rows
+        )
 
 
 def _merge_jobs(
@@ -131,11 +142,47 @@ async def _run_largest_first(host: CompactionHost, jobs: list[Job]) -> list[Enco
     return [chunk for chunk in chunks if chunk is not None]
 
 
-def _read_sources(pf: ParquetFile, index: int) -> _Rows:
-    """Read the column chunks of row group ``index`` (compressed; decoded by a worker)."""
+def _index_columns(
+    pf: ParquetFile, index: int, options: WriteOptions, names: list[str] | None = None
+) -> pa.Table | None:
+    """Row group ``index``'s columns with an embedded index (or ``names``), decoded; None
+    when there are none."""
+    names = [spec.name for spec in options.embedded_index] if names is None else names
+    return pf.read_row_group(index, names) if names else None
+
+
+def _read_sources(pf: ParquetFile, index: int, options: WriteOptions) -> _Rows:
+    """Read the column chunks of row group ``index`` (compressed; decoded by a worker), and
+    decode its columns with an embedded index."""
     sources = tuple(pf._source_chunk(index, spec) for spec in pf._parquet_schema.columns)
     rows = sources[0].num_rows
-    return _Rows(sources, 0, rows, pf.verify_checksums, pf.max_decompressed_page_size)
+    return _Rows(
+        sources,
+        0,
+        rows,
+        pf.verify_checksums,
+        pf.max_decompressed_page_size,
+        _index_columns(pf, index, options),
+    )
+
+
+def _attach_held_parts(
+    chunks: list[EncodedChunk], pieces: list[_Rows], options: WriteOptions
+) -> list[EncodedChunk]:
+    """The merged chunks of held ``pieces``, with parts from their decoded index columns."""
+    if not options.embedded_index:
+        return chunks
+    tables = [piece.index_rows for piece in pieces]
+    if any(table is None for table in tables):
+        return chunks
+    rows = pa.concat_tables([table for table in tables if table is not None])
+    names = [column.meta_data.path_in_schema or [] for column in chunks]
+    chunks = list(chunks)
+    for spec in options.embedded_index:
+        ordinal = next(i for i, path in enumerate(names) if path == [spec.name])
+        part = index_part(rows.column(spec.name), spec)
+        chunks[ordinal] = replace(chunks[ordinal], index_part=part)
+    return chunks
 
 
 class _Slot:
@@ -173,6 +220,8 @@ class Merger:
         """The merged segment's Arrow schema (source rows of an older one are widened)."""
         self._parquet_schema = arrow_to_parquet(live.schema)
         self._options = live.options
+        self.options = live.options
+        """The merged segment's write options."""
         self.plan = plan
         self._task_group = task_group
         self._pending: list[Any] = []
@@ -231,10 +280,13 @@ class Merger:
         self._pending = rest
         host = self._host
         jobs: list[Job]
+        attach: Any
         if taken and isinstance(taken[0], _Rows):
             jobs = _merge_jobs(self._parquet_schema, self._options, taken)
+            attach = functools.partial(_attach_held_parts, pieces=taken, options=self._options)
         else:
             piece = pa.concat_tables(taken)
+            attach = functools.partial(attach_index_parts, table=piece, options=self._options)
             jobs = list(
                 row_group_jobs(
                     piece,
@@ -250,7 +302,8 @@ class Merger:
 
         async def encode() -> None:
             try:
-                slot.row_group = (await _run_largest_first(host, jobs), action.num_rows)
+                chunks = attach(await _run_largest_first(host, jobs))
+                slot.row_group = (chunks, action.num_rows)
             except Exception as exc:  # raised to the merger; cancellation propagates
                 slot.error = exc
             finally:
@@ -291,11 +344,46 @@ class Merger:
         return self._live.last_commit.parquet_size
 
 
-def _raw_row_group(pf: ParquetFile, index: int, size: int) -> EncodedRowGroup:
+class _SourceIndex:
+    """The embedded index parts of one source segment's row groups (read once)."""
+
+    def __init__(self, pf: ParquetFile) -> None:
+        payload = read_index_payload(
+            pf.read_bytes, pf.thrift_metadata, pf.footer_offset, "a compaction source"
+        )
+        self.builder = None if payload is None else IndexBuilder.of_payload(payload)
+
+
+def _raw_row_group(
+    pf: ParquetFile, index: int, size: int, options: WriteOptions, source: _SourceIndex
+) -> EncodedRowGroup:
+    """Row group ``index`` copied raw, its chunks carrying their embedded index parts (from
+    the source's blob; computed from the decoded column where the source has none)."""
     row_group = (pf.thrift_metadata.row_groups or [])[index]
     chunks = copy_row_group(
         lambda offset, n: bytes(pf.read_bytes(offset, n)), row_group, file_size=size
     )
+    if options.embedded_index:
+        names = [column.meta_data.path_in_schema or [] for column in chunks]
+        missing = []
+        for spec in options.embedded_index:
+            ordinal = names.index([spec.name])
+            part = None if source.builder is None else source.builder.part_of(spec.name, index)
+            if (
+                part is None
+                or (spec.distinct and part.distinct is None)
+                or (spec.time_index and part.time_index is None)
+            ):
+                missing.append(spec)
+                continue
+            chunks[ordinal] = replace(chunks[ordinal], index_part=part)
+        if missing:
+            table = _index_columns(pf, index, options, [spec.name for spec in missing])
+            assert table is not None
+            for spec in missing:
+                ordinal = names.index([spec.name])
+                part = index_part(table.column(spec.name), spec)
+                chunks[ordinal] = replace(chunks[ordinal], index_part=part)
     return chunks, row_group.num_rows or 0
 
 
@@ -327,18 +415,24 @@ async def _merge_open(
     merger: Merger, pf: ParquetFile, size: int, row_group_rows: tuple[int, ...], encrypted: bool
 ) -> None:
     plan = merger.plan
+    options = merger.options
     widened = not pf.schema_arrow.equals(merger.schema, check_metadata=False)
+    source: _SourceIndex | None = None
     for index, rows in enumerate(row_group_rows):
         way = plan.way(rows, encrypted=encrypted, widened=widened)
         data: EncodedRowGroup | pa.Table | _Rows | None = None
         if way is Way.RAW_COPY:
+            if source is None:
+                source = await anyio.to_thread.run_sync(_SourceIndex, pf)
             try:
-                data = await anyio.to_thread.run_sync(_raw_row_group, pf, index, size)
+                data = await anyio.to_thread.run_sync(
+                    _raw_row_group, pf, index, size, options, source
+                )
             except UnsupportedError:
                 way = plan.fallback
         if way is Way.PHYSICAL:
             assert not widened  # a run holding an older schema is read the ARROW way
-            data = await anyio.to_thread.run_sync(_read_sources, pf, index)
+            data = await anyio.to_thread.run_sync(_read_sources, pf, index, options)
         elif way is Way.ARROW:
             table = await anyio.to_thread.run_sync(ParquetFile.read_row_group, pf, index)
             data = widen_table(table, merger.schema) if widened else table

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from streamwrite.format import structs as t
 from streamwrite.format.enums import Encoding
+from streamwrite.format.index import ColumnIndexPart
 
 __all__ = ["ChunkObservation", "EncodedChunk", "EncodingDecision"]
 
@@ -92,6 +93,9 @@ class EncodedChunk:
             the row group's chunks.
         observed: What the encoder saw of the values (None for chunks not encoded from
             values, such as raw copies); not part of the file.
+        index_part: The chunk's contribution to the file's embedded index (from the Arrow
+            values, ``streamwrite.encode.attach_index_parts``, or carried by a raw copy), or
+            None; the file writer serialises it into the blob.
     """
 
     data: bytes
@@ -100,3 +104,4 @@ class EncodedChunk:
     offset_index: t.OffsetIndex | None
     bloom_filter: bytes | None
     observed: ChunkObservation | None = None
+    index_part: ColumnIndexPart | None = None

@@ -2,8 +2,13 @@
 
 File layout it produces (parquet-format "File Format")::
 
-    file      := "PAR1" row_group* [page_index] footer
+    file      := "PAR1" row_group* [index_blob [df_blob]] [page_index] footer
     row_group := column_chunk* bloom_filter*          bloom filters right after their row group
+    index_blob:= "IDX1" u64 payload                   embedded index (spec 001) of every row
+    df_blob   := "IDX1" u64 payload                   group so far, when options.embedded_index
+                                                      (streamwrite.format.index); footer keys
+                                                      streamwrite.index_offset and
+                                                      distinct_index_offset name their offsets
     page_index:= column_index* offset_index*          for the row groups since the last footer
     footer    := FileMetaData (Thrift compact) footer_length (4-byte LE) "PAR1"
 
@@ -19,7 +24,12 @@ footer that first lists it is written (its page index offsets are final then), a
 are reused by every later footer, so a footer costs CPU for its new row groups only. Rules:
 - ``start()`` once, before anything else, for a new file;
 - ``add_row_group()`` returns the bytes to append for the row group and its bloom filters;
-- ``footer()`` returns the page indexes not yet written plus the FileMetaData, length and magic.
+- ``footer()`` returns the embedded index blobs (cumulative: each footer points at its own),
+  the page indexes not yet written plus the FileMetaData, length and magic.
+
+Embedded index and encryption: the blob holds plaintext values, so an encrypted column gets
+no entry (its chunks' index parts are dropped here); plaintext columns of an encrypted file
+are indexed as in any file (their values are in plaintext pages anyway).
 
 Encrypted files (``encryptor`` given; spec 7.3, DESIGN section 5)::
 
@@ -47,7 +57,15 @@ from streamwrite.format import structs as t
 from streamwrite.format.aad import ModuleType
 from streamwrite.format.chunk import EncodedChunk
 from streamwrite.format.footer import FORMAT_VERSION, MAGIC
+from streamwrite.format.index import (
+    KV_DATAFUSION_OFFSET,
+    KV_INDEX_OFFSET,
+    ColumnIndexPart,
+    IndexPayload,
+    blob,
+)
 from streamwrite.format.thrift.codec import Serialized, serialize
+from streamwrite.layout.embedded_index import IndexBuilder
 from streamwrite.layout.ports import EncryptorT, SchemaPort
 from streamwrite.options import WriteOptions
 
@@ -116,6 +134,19 @@ class FileWriter(Generic[EncryptorT]):
                     f"Sorting column index {s.column_index} is out of range for "
                     f"{len(schema.columns)} columns."
                 )
+        self.index = self._index_builder()
+        """The embedded index (None: no column indexed)."""
+
+    def _index_builder(self) -> IndexBuilder | None:
+        ordinals = {spec.name: spec.index for spec in self.schema.columns}
+        specs = [
+            spec
+            for spec in self.options.embedded_index
+            if self.encryptor is None or self.encryptor.column_cipher(ordinals[spec.name]) is None
+        ]
+        if not specs:
+            return None
+        return IndexBuilder(specs)
 
     @classmethod
     def resume(
@@ -126,11 +157,14 @@ class FileWriter(Generic[EncryptorT]):
         footer_offset: int,
         footer_length: int,
         encryptor: EncryptorT | None = None,
+        index_payload: IndexPayload | None = None,
     ) -> FileWriter[EncryptorT]:
         """Continue a file whose last footer (``metadata``) sits at ``footer_offset``.
 
         An encrypted file continues with ``encryptor``, which must hold the file's own
         ``aad_file_unique`` and data keys; its row groups keep their stored (sealed) form.
+        ``index_payload`` is that footer's embedded index (None: the row groups so far are
+        unknown to the index the options ask for).
 
         Returns:
             A writer whose next bytes go right after that footer's length and magic.
@@ -140,6 +174,11 @@ class FileWriter(Generic[EncryptorT]):
         for row_group in writer.row_groups:
             writer._row_group_bytes += Serialized.of(row_group)
         writer.num_rows = sum(rg.num_rows or 0 for rg in writer.row_groups)
+        if writer.index is not None:
+            if index_payload is not None:
+                writer.index.resume(index_payload, len(writer.row_groups))
+            else:
+                writer.index.pad(len(writer.row_groups))
         writer.last_footer_offset, writer.last_footer_length = footer_offset, footer_length
         return writer
 
@@ -189,6 +228,12 @@ class FileWriter(Generic[EncryptorT]):
             for col, column in enumerate(columns):
                 self.encryptor.seal_column_chunk(column, ordinal, col)
         self._pending_indexes.extend(indexes)
+        if self.index is not None:
+            index_parts: dict[str, ColumnIndexPart] = {}
+            for spec, chunk in zip(self.schema.columns, chunks, strict=True):
+                if chunk.index_part is not None:
+                    index_parts[spec.name] = chunk.index_part
+            self.index.add_row_group(index_parts)
         total_uncompressed = sum(chunk.meta_data.total_uncompressed_size or 0 for chunk in chunks)
         total_compressed = sum(len(chunk.data) for chunk in chunks)
         self.row_groups.append(
@@ -258,6 +303,9 @@ class FileWriter(Generic[EncryptorT]):
         Returns:
             The bytes to append; after them the file is complete and valid.
         """
+        blobs = self._index_blobs()
+        if blobs:
+            extra_key_value_metadata = [*extra_key_value_metadata, *blobs[1]]
         indexes = self._page_indexes()
         for row_group in self.row_groups[self._row_group_bytes.count :]:
             self._row_group_bytes += Serialized.of(row_group)
@@ -270,4 +318,17 @@ class FileWriter(Generic[EncryptorT]):
         self.last_footer_offset = self.offset  # the page indexes are already counted
         self.last_footer_length = len(metadata)
         tail = metadata + len(metadata).to_bytes(4, "little") + magic
-        return indexes + self._emit(tail)
+        return (blobs[0] if blobs else b"") + indexes + self._emit(tail)
+
+    def _index_blobs(self) -> tuple[bytes, list[tuple[str, str]]] | None:
+        """The embedded index blobs of every row group so far and the footer keys naming
+        them (None: no index)."""
+        if self.index is None:
+            return None
+        keys = [(KV_INDEX_OFFSET, str(self.offset))]
+        data = self._emit(blob(self.index.payload()))
+        datafusion = self.index.datafusion()
+        if datafusion is not None:
+            keys.append((KV_DATAFUSION_OFFSET, str(self.offset)))
+            data += self._emit(blob(datafusion))
+        return data, keys

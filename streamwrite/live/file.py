@@ -65,6 +65,7 @@ from streamwrite.io.local import (
 )
 from streamwrite.layout.actions import LiveFileName, Truncate
 from streamwrite.layout.appender import Appender, Commit, rebuild_sidecar
+from streamwrite.layout.embedded_index import read_index_payload
 from streamwrite.layout.file_writer import FileWriter
 from streamwrite.layout.recovery import (
     FooterVersion,
@@ -250,11 +251,27 @@ def _resume_appender(
     schema: ParquetSchema,
     options: WriteOptions,
     encryptor: FileEncryptor | None,
+    io: LiveFileIO,
 ) -> Appender[FileEncryptor]:
-    """A commit state machine continuing after the plan's current (recovered) version."""
+    """A commit state machine continuing after the plan's current (recovered) version (its
+    embedded index, if the options ask for one, continues the current footer's blob)."""
     current = plan.current
+    payload = None
+    if options.embedded_index:
+        payload = read_index_payload(
+            lambda offset, size: io.read(LiveFileName.DATA, offset, size),
+            current.metadata,
+            current.footer_offset,
+            f"{str(io.directory)!r} at size {current.footer_offset + current.footer_length + 8}",
+        )
     writer = FileWriter.resume(
-        schema, options, current.metadata, current.footer_offset, current.footer_length, encryptor
+        schema,
+        options,
+        current.metadata,
+        current.footer_offset,
+        current.footer_length,
+        encryptor,
+        payload,
     )
     sidecar = SidecarWriter.resume(plan.pm_bytes, plan.pm_size)
     newest = read_sidecar(plan.pm_bytes).footers[0][1]
@@ -434,8 +451,9 @@ class LiveFile:
         options = make_write_options(
             parquet_schema.arrow_schema.names, caller="LiveFile.open", **write_options
         )
+        check_write_options(parquet_schema, options)
         options = _keep_bloom_columns(options, sidecar_header.bloom_columns, parquet_schema)
-        appender = _resume_appender(plan, parquet_schema, options, encryptor)
+        appender = _resume_appender(plan, parquet_schema, options, encryptor, io)
         return cls(directory, io, appender, parquet_schema, options, plan, keys)
 
     @property
@@ -609,7 +627,7 @@ class LiveFile:
             appender.fail()
             raise
         self._appender = _resume_appender(
-            plan, self._schema, self.options, appender.writer.encryptor
+            plan, self._schema, self.options, appender.writer.encryptor, self._io
         )
         return self.last_commit
 

@@ -31,6 +31,7 @@ from streamwrite.crypto.live_keys import decryption_for
 from streamwrite.encode import (
     EncodingPlanner,
     as_table,
+    attach_index_parts,
     check_values,
     check_write_options,
     row_group_jobs,
@@ -206,6 +207,7 @@ class Table:
         chunks = await self.executor.run_all(jobs)
         self.metrics.encode_seconds += time.perf_counter() - started
         planner.observe(chunks)
+        chunks = attach_index_parts(chunks, table, self.options)
         return live, (chunks, table.num_rows)
 
     async def _cut(self, name: str, buffer: PartitionBuffer, *, partial: bool) -> None:
