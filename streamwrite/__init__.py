@@ -69,6 +69,13 @@ _EXPORTS: dict[str, str] = {
     "read_snapshot": "streamwrite.table.api",
     "SnapshotFileSystem": "streamwrite.table.snapshot_fs",
     "snapshot_filesystem": "streamwrite.table.snapshot_fs",
+    # data skipping
+    "TablePlan": "streamwrite.table.plans",
+    "SegmentFiles": "streamwrite.table.state",
+    "SegmentPlan": "streamwrite.table.plans",
+    "build_index": "streamwrite.table.index",
+    "drop_index": "streamwrite.table.index",
+    "prune": "streamwrite.table.index",
     # compaction
     "CompactionPolicy": "streamwrite.options",
     "CompactionResult": "streamwrite.compaction.policy",
@@ -108,7 +115,9 @@ __all__ = (
     "RowGroupPlan",
     "SchemaError",
     "Segment",
+    "SegmentFiles",
     "SegmentInfo",
+    "SegmentPlan",
     "SnapshotFileSystem",
     "SortingColumn",
     "StaleBatchError",
@@ -118,11 +127,15 @@ __all__ = (
     "StreamwriteIOError",
     "Table",
     "TableCommit",
+    "TablePlan",
     "TableSnapshot",
     "TxnRecord",
     "UnsupportedError",
     "WorkerError",
+    "build_index",
+    "drop_index",
     "open_table",
+    "prune",
     "read_snapshot",
     "read_table",
     "snapshot_filesystem",
@@ -174,7 +187,10 @@ if TYPE_CHECKING:
         open_table,
         read_snapshot,
     )
+    from streamwrite.table.index import build_index, drop_index, prune
+    from streamwrite.table.plans import SegmentPlan, TablePlan
     from streamwrite.table.snapshot_fs import SnapshotFileSystem, snapshot_filesystem
+    from streamwrite.table.state import SegmentFiles
     from streamwrite.writer import ParquetWriter, write_table
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)

@@ -70,6 +70,10 @@ FACTORY_MADE = {
     "streamwrite.Table": "streamwrite.open_table",
     "streamwrite.TableSnapshot": "streamwrite.Table.snapshot",
     "streamwrite.SnapshotFileSystem": "streamwrite.snapshot_filesystem",
+    # data skipping: what a snapshot says of a filtered read
+    "streamwrite.SegmentFiles": "streamwrite.TableSnapshot.files",
+    "streamwrite.TablePlan": "streamwrite.TableSnapshot.plan",
+    "streamwrite.SegmentPlan": "streamwrite.TablePlan.segments",
     # the pyarrow-shaped views of a footer, made from the file they describe
     "streamwrite.FileMetaData": "streamwrite.ParquetFile.metadata",
     "streamwrite.ParquetSchemaView": "streamwrite.ParquetFile.schema",

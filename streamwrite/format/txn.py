@@ -83,6 +83,12 @@ keys as format 3)::
                                           each with the record version that published it;
                                           the last one is "schema". Absent: the table never
                                           changed its schema (its one schema is "schema")
+      "skipping": {"config": {...}, "store": {...}},
+                                          optional: the table's data-skipping configuration
+                                          (``open_table(skipping=)``) and the state of its
+                                          skipping store (streamwrite.skipping), opaque JSON
+                                          here; absent while the table has none (such records
+                                          encode exactly as without the feature)
       "crc32": 3735928559                 CRC32 of the record serialized without this key
     }
 
@@ -240,6 +246,9 @@ class TxnRecord:
     by value)."""
     dedup: DedupLog | None = None
     """The dedup log and its committed size (None: no commit carried a dedup key)."""
+    skipping: Mapping[str, Any] | None = None
+    """The data-skipping configuration and skipping-store state (JSON objects this module does
+    not interpret; None: the table has no skipping configuration)."""
 
     def is_applied(self, app_id: str, batch_id: int) -> bool:
         """True when ``(app_id, batch_id)`` was committed before (or an earlier batch id)."""
@@ -394,6 +403,8 @@ def encode_txn_payload(record: TxnRecord) -> bytes:
     body = _body(record)
     if record.dedup is not None:  # optional: absent, the record encodes as before dedup keys
         body["dedup"] = [record.dedup.name, record.dedup.size]
+    if record.skipping is not None:  # optional too: absent, the record encodes as before
+        body["skipping"] = record.skipping
     body["crc32"] = zlib.crc32(_dumps(body))
     return _dumps(body)
 
@@ -579,6 +590,7 @@ def _decode_json(data: bytes, formats: tuple[int, ...]) -> TxnRecord:
             schemas=tuple((int(v), str(schema)) for v, schema in body.get("schemas", ())),
             format_version=int(format_version),
             dedup=None if body.get("dedup") is None else DedupLog(*body["dedup"]),
+            skipping=body.get("skipping"),
         )
         _check(record)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -609,6 +621,8 @@ def _check(record: TxnRecord) -> None:
         or dedup.size < 0
     ):
         raise ValueError(f"the dedup log entry {[dedup.name, dedup.size]!r} is not allowed")
+    if record.skipping is not None and not isinstance(record.skipping, dict):
+        raise ValueError(f"the skipping entry {record.skipping!r} is not a JSON object")
     if record.schemas:
         versions = [version for version, _ in record.schemas]
         if versions != sorted(set(versions)) or versions[-1] > record.version or versions[0] < 0:

@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +50,7 @@ import pyarrow as pa
 from streamwrite.arrow.partitioning import check_timestamp_field
 from streamwrite.arrow.schema import arrow_to_parquet, decode_arrow_schema, encode_arrow_schema
 from streamwrite.crypto.encryption import FileEncryption
+from streamwrite.crypto.live_keys import decryption_for
 from streamwrite.encode import check_write_options
 from streamwrite.errors import ConfigError
 from streamwrite.format.txn import TXN_FILE, TxnRecord, decode_txn
@@ -101,6 +104,7 @@ async def open_table(
     max_in_flight: int = 64,
     encryption: FileEncryption | None = None,
     dedup_window: float = DEFAULT_DEDUP_WINDOW,
+    skipping: Mapping[str, Sequence[object]] | None = None,
     **write_options: Any,
 ) -> Table:
     """Create the table at ``path`` (a directory) or reopen it, recovering first.
@@ -142,6 +146,15 @@ async def open_table(
             (:meth:`Table.append`; default 15 minutes): the table keeps the keys in a log
             beside ``_txn`` (``_dedup.<version>``) and in memory (140-350 bytes a key). 0 turns
             deduplication off (keys are ignored; the log is neither read nor written).
+        skipping: data skipping per column, e.g. ``{"symbol": ["valuelist", "bloom"],
+            "price": ["minmax"]}``: kinds ``"minmax"``, ``"valuelist"``, ``"bloom"`` (or
+            ``("bloom", {"ndv": 100_000, "fpp": 0.01})``) are kept in the table's skipping
+            store (xskipper v4 under ``_skipping/``, an entry per sealed segment, maintained
+            at commit and by compaction); ``"distinct"`` and ``"time_index"`` are embedded
+            indexes written into every segment. Kept in ``_txn``: reopening without it keeps
+            the table's; another one replaces it, with an empty store until
+            :func:`streamwrite.build_index` fills it (segments not in the store are pruned by
+            their footers, never wrongly).
         write_options: as for :func:`streamwrite.write_table`.
 
     Returns:
@@ -218,6 +231,7 @@ async def open_table(
             lock,
             write_options,
             dedup_window,
+            skipping,
         )
     except BaseException:
         lock.release()
@@ -235,6 +249,7 @@ async def _open_locked(
     lock: TableLock,
     write_options: dict[str, Any],
     dedup_window: float = DEFAULT_DEDUP_WINDOW,
+    skipping: Mapping[str, Sequence[object]] | None = None,
 ) -> Table:
     txn_path = directory / TXN_FILE
     if txn_path.exists():
@@ -257,6 +272,23 @@ async def _open_locked(
             schema=encode_arrow_schema(schema), timestamp=timestamp, partition_by=partition_by
         )
         await anyio.to_thread.run_sync(write_txn, directory, record)
+    table_skipping = None
+    if skipping is not None or record.skipping is not None:
+        from streamwrite.table.skipping import TableSkipping, embedded_write_options
+
+        decryption = None if encryption is None else decryption_for(encryption)
+        table_skipping, changed = await anyio.to_thread.run_sync(
+            TableSkipping.open, directory, record, schema, skipping, encryption, decryption
+        )
+        if table_skipping is not None:
+            write_options = embedded_write_options(table_skipping.config, write_options)
+            if changed:  # a new or different configuration, published with an empty store,
+                # then the old store's files are deleted (no version names them any more)
+                record = replace(
+                    record, version=record.version + 1, skipping=table_skipping.value()
+                )
+                await anyio.to_thread.run_sync(write_txn, directory, record)
+                await anyio.to_thread.run_sync(table_skipping.drop_old_store)
     dedup = None
     if dedup_window > 0:  # the keys within the window, the log cut to its committed size
         dedup = await anyio.to_thread.run_sync(
@@ -273,6 +305,7 @@ async def _open_locked(
         encryption,
         lock,
         dedup,
+        table_skipping,
     )
     await table.sweep_retired()  # no snapshot of this process pins anything yet
     return table

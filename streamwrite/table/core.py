@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import anyio
 import pyarrow as pa
@@ -60,6 +60,9 @@ from streamwrite.table.state import (
     write_txn,
 )
 
+if TYPE_CHECKING:
+    from streamwrite.table.skipping import TableSkipping
+
 __all__ = ["KV_TXN", "Table"]
 
 KV_TXN = "streamwrite.txn"
@@ -92,6 +95,7 @@ class Table:
         encryption: FileEncryption | None,
         lock: TableLock,
         dedup: DedupLogFile | None = None,
+        skipping: TableSkipping | None = None,
     ) -> None:
         self.path = path
         self.schema = schema
@@ -147,6 +151,8 @@ class Table:
         self.metrics = TableMetrics()
         self._dedup = dedup
         """The dedup keys committed within the window and their log (None: dedup_window=0)."""
+        self._skipping = skipping
+        """The table's data skipping (None: not configured)."""
 
     # -- buffering --------------------------------------------------------------------------
 
@@ -179,6 +185,8 @@ class Table:
         if live is not None and ordinal is not None:
             return live, ordinal
         created = await self.new_segment(name)
+        if self._skipping is not None:
+            self._skipping.created(f"{name}/{created.path.name}")
         old, close_now = self._machine.roll_over(name, created.path.name)
         if live is not None and old is not None:
             if close_now:
@@ -224,6 +232,8 @@ class Table:
             rows = pa.concat_tables(buffer.pending)
             piece, rest = rows.slice(0, size), rows.slice(size)
             live, encoded = await self._encode(name, piece)
+            if self._skipping is not None:  # the sketch of the segment it goes to
+                self._skipping.observe(f"{name}/{live.path.name}", piece)
             buffer.pending = [rest] if rest.num_rows else []
             self._machine.cut(name, piece.num_rows, rest.nbytes, live.path.name)
             buffer.encoded.append((live, encoded))
@@ -485,6 +495,12 @@ class Table:
                 version = self._machine.record.version + 1
                 dedup = None if log is None else log.window.plan(version, time.time(), keys)
                 extra = [] if log is None or dedup is None else [log.sync_call(dedup)]
+                skipping: list[dict[str, Any]] = []
+                if self._skipping is not None:  # sealed segments' entries, in the round
+                    written_segments = [(a.partition, segment) for a, _, segment in written]
+                    extra.append(
+                        self._skipping.sync_call(self._machine.record, written_segments, skipping)
+                    )
                 await anyio.to_thread.run_sync(
                     sync_live_files, [live for _, live, _ in written], extra
                 )
@@ -493,6 +509,8 @@ class Table:
                 record = self._machine.finish_commit(plan)
                 if dedup is not None:
                     record = replace(record, dedup=dedup.log)
+                if skipping:
+                    record = replace(record, skipping=skipping[0])
             except BaseException as exc:
                 self._fail(exc)
                 raise
@@ -586,6 +604,8 @@ class Table:
                     record = self._machine.record.evolved(encode_arrow_schema(schema))
                     await self._publish(record)
                 self.schema, self.options, self.parquet_schema = schema, options, parquet_schema
+                if self._skipping is not None:
+                    self._skipping.evolved(schema)
                 self._planners = {}
                 for name, segment, close_now in self._machine.seal_all():
                     live = self._active.pop(name)
@@ -625,10 +645,23 @@ class Table:
         self, partition: str, replaced: tuple[str, ...], merged: Segment
     ) -> None:
         """List ``merged`` in place of the ``replaced`` segments and retire them: the
-        compaction commit point."""
+        compaction commit point (the skipping store gains the merged segment's entry and loses
+        the retired ones' in that same ``_txn`` version)."""
+        skipping = self._skipping
+        sketch = None
+        if skipping is not None:  # read before the lock: commits go on meanwhile
+            sketch = await anyio.to_thread.run_sync(skipping.merged_sketch, partition, merged)
         async with self._commit_lock:
             self._check()
             record = self._machine.record.compacted(partition, replaced, merged, time.time())
+            if skipping is not None:
+                try:
+                    record = await anyio.to_thread.run_sync(
+                        skipping.compacted, record, partition, replaced, merged, sketch
+                    )
+                except BaseException as exc:
+                    self._fail(exc)
+                    raise
             await self._publish(record)
             self.metrics.compactions += 1
 
@@ -801,6 +834,8 @@ class Table:
                     await live.close()
                 if self._dedup is not None:
                     self._dedup.close()
+                if self._skipping is not None:
+                    self._skipping.close()
                 if self._owns_executor:
                     await self.executor.aclose()
             finally:

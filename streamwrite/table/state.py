@@ -28,11 +28,9 @@ import pyarrow as pa
 from streamwrite.arrow.evolution import widen_table
 from streamwrite.arrow.schema import decode_arrow_schema
 from streamwrite.crypto.decryption import DecryptionConfig
-from streamwrite.errors import CorruptFileError, SchemaError, StreamwriteIOError
+from streamwrite.errors import CorruptFileError, SchemaError, StateError, StreamwriteIOError
 from streamwrite.format.sidecar.codec import parquet_footer_checksum
 from streamwrite.format.txn import (
-    DATA_FILE,
-    RETIRED_DATA_FILE,
     TXN_FILE,
     Segment,
     TxnRecord,
@@ -43,9 +41,12 @@ from streamwrite.live.file import EncodedRowGroup, LiveFile
 from streamwrite.options import CompactionPolicy
 from streamwrite.reader.file import ParquetFile
 from streamwrite.table.execute import run_file_actions
+from streamwrite.table.paths import _missing, segment_data_path
+from streamwrite.table.plans import SnapshotView, TablePlan
 
 __all__ = [
     "PartitionBuffer",
+    "SegmentFiles",
     "PinRegistry",
     "TableCommit",
     "TableMetrics",
@@ -69,32 +70,6 @@ class TableCommit:
     partitions: dict[str, tuple[Segment, ...]]
     """Every partition's segments and their committed sizes after the commit."""
     skipped: bool = False
-
-
-def _missing(directory: Path) -> CorruptFileError:
-    return CorruptFileError(
-        f"The segment {str(directory)!r} that the table's _txn names has no data file (neither "
-        f"{DATA_FILE} nor {RETIRED_DATA_FILE}): committed data is gone. It was deleted, or a "
-        "retired segment was swept after its grace period while this snapshot was read.",
-        0,
-    )
-
-
-def segment_data_path(directory: Path) -> Path:
-    """The data file of the segment in ``directory`` (``table/partition/seg-N``), listed or
-    retired: ``data.parquet``, else ``_data.retired``.
-
-    Returns:
-        The path (it may be renamed from the first to the second name after this returns:
-        open it, and on ``FileNotFoundError`` ask again).
-
-    Raises:
-        CorruptFileError: the segment has neither file.
-    """
-    for name in (DATA_FILE, RETIRED_DATA_FILE):
-        if (directory / name).is_file():
-            return directory / name
-    raise _missing(directory)
 
 
 class PinRegistry:
@@ -133,6 +108,54 @@ class _Pin:
             self._registry = None
 
 
+class SegmentFiles(tuple[tuple[str, int], ...]):
+    """A snapshot's segments, ``(partition/segment, committed size)`` in row order (a tuple);
+    called, the data files that may hold rows matching a filter:
+    ``snapshot.files(filters=[("symbol", "==", "X")])``."""
+
+    _owner: tuple[Path, int, TxnRecord | None, pa.Schema | None] | None = None
+    """The snapshot's path, version, record and schema (no reference to the snapshot: its
+    pin is released when it is garbage)."""
+
+    def __call__(
+        self, filters: object = None, *, decryption: DecryptionConfig | None = None
+    ) -> list[tuple[str, int]]:
+        """The data file of each segment that may hold a row matching ``filters`` (every
+        segment for None): the partition, skipping-store and footer levels prune.
+
+        Returns:
+            ``(data file path, committed size)`` in row order. Read each file only up to its
+            committed size: a live segment's file may be longer while an append is in flight
+            (:func:`streamwrite.snapshot_filesystem` cuts the files for pyarrow, DuckDB and
+            polars).
+
+        Raises:
+            ConfigError: a filter streamwrite cannot represent (an unknown function...).
+            SchemaError: a filter on a column the table does not have.
+            CorruptFileError: a segment is missing or damaged.
+        """
+        from streamwrite.table.scan import snapshot_files
+
+        if self._owner is None:
+            raise StateError("These segment files belong to no snapshot.")
+        return snapshot_files(_view(*self._owner, tuple(self)), filters, decryption)
+
+
+def _view(
+    path: Path,
+    version: int,
+    record: TxnRecord | None,
+    schema: pa.Schema | None,
+    files: tuple[tuple[str, int], ...],
+) -> SnapshotView:
+    """What a scan needs of a snapshot (its record read from ``_txn`` when unknown: only
+    the partitioning and the skipping store's entries, each checked against the committed
+    sizes of ``files``, are taken from it)."""
+    record = record or read_txn(path)
+    schema = schema or decode_arrow_schema(record.schema)
+    return SnapshotView(path, version, files, record, schema)
+
+
 @dataclass(frozen=True)
 class TableSnapshot:
     """A pinned table version: each segment's live file at its committed size.
@@ -143,8 +166,9 @@ class TableSnapshot:
 
     path: Path
     version: int
-    files: tuple[tuple[str, int], ...]
-    """``(partition/segment, committed data.parquet size)``, in row order."""
+    files: SegmentFiles
+    """``(partition/segment, committed data.parquet size)``, in row order (a tuple; called,
+    the data files that may hold rows matching a filter: :class:`SegmentFiles`)."""
     _pin: _Pin | None = field(default=None, compare=False, repr=False)
     footer_checksums: tuple[int | None, ...] = field(default=(), compare=False, repr=False)
     """The XXH64 ``_txn`` recorded for each segment's Parquet footer (None: not recorded;
@@ -153,10 +177,38 @@ class TableSnapshot:
     """The table's Arrow schema at this version (None: unknown, read from ``_txn`` when
     needed). A segment written before ``Table.add_columns`` lacks the added columns;
     :meth:`read` gives them nulls there."""
+    record: TxnRecord | None = field(default=None, compare=False, repr=False)
+    """The ``_txn`` record of this version (None: read ``_txn`` when needed)."""
 
     def __post_init__(self) -> None:
         if self._pin is not None:
             weakref.finalize(self, self._pin.release)
+        files = SegmentFiles(self.files)
+        files._owner = (self.path, self.version, self.record, self.schema)
+        object.__setattr__(self, "files", files)
+
+    def plan(
+        self,
+        filters: object,
+        columns: list[str] | None = None,
+        *,
+        decryption: DecryptionConfig | None = None,
+    ) -> TablePlan:
+        """What :meth:`read` with ``filters`` reads, level by level: partitions (their time
+        range), segments (the skipping store; each footer), row groups and pages.
+
+        Returns:
+            The :class:`streamwrite.TablePlan` (footers are read, no data).
+
+        Raises:
+            ConfigError: a filter streamwrite cannot represent.
+            SchemaError: a filter on a column the table does not have.
+            CorruptFileError: a segment is missing or damaged.
+        """
+        from streamwrite.table.scan import plan_snapshot
+
+        view = _view(self.path, self.version, self.record, self.schema, tuple(self.files))
+        return plan_snapshot(view, filters, columns, decryption)
 
     def data_files(self) -> list[Path]:
         """The data file of each segment now (``data.parquet``, or ``_data.retired`` for a
@@ -169,16 +221,25 @@ class TableSnapshot:
         return [segment_data_path(self.path / name) for name, _ in self.files]
 
     def read(
-        self, columns: list[str] | None = None, *, decryption: DecryptionConfig | None = None
+        self,
+        columns: list[str] | None = None,
+        *,
+        filters: object = None,
+        decryption: DecryptionConfig | None = None,
     ) -> pa.Table:
         """Returns: the rows of this version, partitions in order (``decryption`` holds the
         keys of an encrypted table), with the version's schema (or its ``columns``, in that
         order): a segment written before ``Table.add_columns`` has nulls in the added columns.
+        With ``filters`` (pyarrow's DNF tuples, as ``pyarrow.parquet.read_table`` takes
+        them, or a ``pyarrow.compute.Expression``) only the rows that match: partitions, segments,
+        row groups and pages that cannot match are not read (:meth:`plan` says which), and
+        the filter is applied to the rows read (a column a segment lacks is null there).
 
         Raises:
             CorruptFileError: a segment is missing, or damaged (as :func:`read_table`), or has
                 columns that are not the table's.
-            SchemaError: ``columns`` names a column the table does not have.
+            SchemaError: ``columns`` (or a filter) names a column the table does not have.
+            ConfigError: a filter streamwrite cannot represent.
         """
         schema = self.schema or decode_arrow_schema(read_txn(self.path).schema)
         target = schema
@@ -190,6 +251,16 @@ class TableSnapshot:
                     f"{schema.names})."
                 )
             target = pa.schema([schema.field(c) for c in columns])
+        if filters is not None:
+            from streamwrite.table.scan import read_filtered
+
+            return read_filtered(
+                _view(self.path, self.version, self.record, schema, tuple(self.files)),
+                target,
+                filters,
+                decryption,
+                lambda index: self._read_by_txn_checksum(index, schema, True, decryption),
+            )
         tables = []
         for index, (name, size) in enumerate(self.files):
             if not (self.path / name).is_dir():
@@ -287,7 +358,7 @@ def snapshot_of(
         for segment in record.partitions[partition]
     )
     schema = decode_arrow_schema(record.schema)
-    return TableSnapshot(path, record.version, files, pin, checksums, schema)
+    return TableSnapshot(path, record.version, SegmentFiles(files), pin, checksums, schema, record)
 
 
 def read_snapshot(path: Path) -> TableSnapshot:
