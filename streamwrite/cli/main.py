@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 import streamwrite
 from streamwrite import inspect
 from streamwrite.cli.keys import add_key_options, decryption_from_args
+from streamwrite.cli.scan import add_scan_parser
 from streamwrite.cli.show import (
     compaction_json,
     file_json,
@@ -59,6 +60,9 @@ examples:
   streamwrite compact ticks/ --status            the compaction decision (read-only, works while
                                                  a writer holds the table)
   streamwrite compact ticks/ --partition 'ts_day=2026-11-22' --target-rows 100000
+  streamwrite scan ticks/ --filter "symbol = 'AAPL' and ts >= timestamp '2026-11-22 10:00Z'"
+                                                 matching rows (--columns, --format csv|json,
+                                                 --limit N; the grammar: scan --help)
   streamwrite inspect enc.parquet --footer-key 00112233445566778899aabbccddeeff
   STREAMWRITE_KEYS='{"footer": "00..ff"}' streamwrite verify enc.parquet
 
@@ -436,6 +440,7 @@ def _parser() -> argparse.ArgumentParser:
         help="any other setting (a TOML value); flags win over the file and STREAMWRITE_*",
     )  # fmt: skip
     serve.set_defaults(run=_serve)
+    add_scan_parser(sub, [common], EPILOG)
     for name in ("inspect", "verify", "recover", "compact"):
         add_key_options(made[name])
     made["inspect"].set_defaults(run=_inspect)

@@ -1,4 +1,5 @@
-"""streamwrite.spark: the Spark Structured Streaming sink (public API).
+"""streamwrite.spark: the Spark Structured Streaming sink, pruned reads and the ``streamwrite``
+Python data source (public API).
 
 Names are imported on first access, so importing the package loads neither pyspark nor pyarrow.
 """
@@ -14,7 +15,9 @@ _EXPORTS: dict[str, str] = {
     "conform": "streamwrite.spark.sink",
     "default_app_id": "streamwrite.spark.sink",
     "foreach_batch_sink": "streamwrite.spark.sink",
+    "read": "streamwrite.spark.reading",
     "read_table_df": "streamwrite.spark.sink",
+    "register": "streamwrite.spark.datasource",
     "table_schema_for": "streamwrite.spark.sink",
 }
 """Each public name and the private module that defines (or re-exports) it."""
@@ -24,11 +27,15 @@ __all__ = (
     "conform",
     "default_app_id",
     "foreach_batch_sink",
+    "read",
     "read_table_df",
+    "register",
     "table_schema_for",
 )
 
 if TYPE_CHECKING:
+    from streamwrite.spark.datasource import register
+    from streamwrite.spark.reading import read
     from streamwrite.spark.sink import (
         ForeachBatchSink,
         conform,
