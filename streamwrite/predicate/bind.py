@@ -39,6 +39,7 @@ from streamwrite.predicate.expr import (
     Expr,
     IsIn,
     IsNan,
+    IsNull,
     Not,
     Or,
     StartsWith,
@@ -83,7 +84,16 @@ def _bind(expr: Expr, schema: pa.Schema) -> Expr:
     if isinstance(expr, And):
         return And(tuple(_bind(c, schema) for c in expr.children), expr.kleene)
     if isinstance(expr, Or):
-        return Or(tuple(_bind(c, schema) for c in expr.children), expr.kleene)
+        pair = expr.children
+        if (
+            len(pair) == 2
+            and isinstance(pair[0], IsNull)
+            and pair[1] == IsNan(pair[0].column)
+            and schema.get_field_index(pair[0].column) >= 0
+            and not pa.types.is_floating(value_type(schema.field(pair[0].column).type))
+        ):
+            return IsNull(pair[0].column)  # is_null(nan_is_null=True) of a non-float column
+        return Or(tuple(_bind(c, schema) for c in pair), expr.kleene)
     if isinstance(expr, Not):
         return Not(_bind(expr.child, schema))
     if isinstance(expr, Const):

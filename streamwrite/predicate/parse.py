@@ -82,12 +82,17 @@ def parse_filters(filters: object) -> Expr:
         return filters
     if isinstance(filters, list | tuple) and filters:
         if all(isinstance(f, list | tuple) and f and not isinstance(f[0], str) for f in filters):
-            return Or(tuple(And(tuple(_dnf_term(t) for t in group)) for group in filters))
-        return And(tuple(_dnf_term(t) for t in filters))
+            return _flat(Or, tuple(_flat(And, tuple(map(_dnf_term, g))) for g in filters))
+        return _flat(And, tuple(_dnf_term(t) for t in filters))
     raise ConfigError(
         f"Filters {filters!r} are neither pyarrow DNF tuples (a non-empty list), a "
         "pyarrow.compute.Expression nor a streamwrite.predicate expression."
     )
+
+
+def _flat(kind: type[And] | type[Or], children: tuple[Expr, ...]) -> Expr:
+    """One child stands for itself (as pyarrow's ``filters_to_expression`` does)."""
+    return children[0] if len(children) == 1 else kind(children)
 
 
 def _dnf_term(term: object) -> Expr:
@@ -100,6 +105,10 @@ def _dnf_term(term: object) -> Expr:
     if op in _DNF_OPS:
         return Compare(column, _DNF_OPS[op], value)
     if op in ("in", "not in"):
+        if isinstance(value, pa.Array | pa.ChunkedArray):
+            value = value.to_pylist()
+        elif hasattr(value, "tolist") and not isinstance(value, str | bytes):
+            value = value.tolist()  # a numpy array
         if isinstance(value, str | bytes) or not isinstance(value, Sequence | set | frozenset):
             raise ConfigError(
                 f"The DNF filter term {term!r} needs a collection of values for {op!r}."

@@ -28,8 +28,10 @@ bounds ``[min, max]`` (unknown bound: no constraint)::
 
 ``succ(p)`` is the least byte string above every string starting with ``p`` (last non-0xFF byte
 incremented, the rest dropped; none for an empty or all-0xFF prefix); strings compare as UTF-8
-bytes. Bloom filters cut ``T`` of ``==`` and ``IN`` (never ``F``); value sets evaluate the leaf on
-the set's values (an exact answer for the non-null rows) and cut both bits.
+bytes. Bloom filters cut ``T`` of ``==`` and ``IN`` (never ``F``), and only for a literal of the
+column's type (bound) that is not a float zero (a bloom filter hashes the bits of -0.0 and 0.0
+apart); value sets evaluate the leaf on the set's values (an exact answer for the non-null rows)
+and cut both bits. ``min == max == v`` proves presence only where both bounds are exact.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from streamwrite.errors import ConfigError
 from streamwrite.predicate.bind import coerce_compare, value_type
 from streamwrite.predicate.expr import (
     And,
@@ -99,10 +102,40 @@ def prune_bits(expr: Expr, containers: Containers) -> tuple[Bits, Bits]:
     stats = containers.columns.get(expr.column)
     if stats is None:
         return np.ones(n, bool), np.ones(n, bool)
+    _check_lengths(expr.column, stats, n)
     return _Leaf(stats, n).bits(expr)
 
 
+def _check_lengths(column: str, stats: ColumnStats, n: int) -> None:
+    for name in (
+        "num_values",
+        "null_count",
+        "min",
+        "max",
+        "min_exact",
+        "max_exact",
+        "nan_count",
+        "value_sets",
+    ):
+        value = getattr(stats, name)
+        if value is not None and len(value) != n:
+            raise ConfigError(
+                f"ColumnStats.{name} of column {column!r} has {len(value)} entries for "
+                f"{n} containers."
+            )
+
+
+def _array(values: Any) -> pa.Array | None:
+    """Statistics given as a ChunkedArray, numpy array or list, as one Arrow array."""
+    if values is None or isinstance(values, pa.Array):
+        return values
+    if isinstance(values, pa.ChunkedArray):
+        return values.combine_chunks()
+    return pa.array(values)
+
+
 def _known(array: pa.Array | None, n: int) -> tuple[npt.NDArray[np.int64], Bits]:
+    array = _array(array)
     if array is None:
         return np.zeros(n, np.int64), np.zeros(n, bool)
     values = pc.fill_null(array.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
@@ -129,7 +162,7 @@ class _Leaf:
         null_count, nc_known = _known(stats.null_count, n)
         self.nulls = rows & (~nc_known | (null_count > 0))
         self.nonnull = rows & ~(nc_known & nv_known & (null_count >= num_values))
-        bounds = stats.min if stats.min is not None else stats.max
+        bounds = _array(stats.min if stats.min is not None else stats.max)
         if bounds is None and stats.value_sets is not None:
             bounds = next((v for v in stats.value_sets if v is not None), None)
         self.vtype = value_type(bounds.type) if bounds is not None else None
@@ -146,6 +179,7 @@ class _Leaf:
         self.max = self._bound(stats.max)
 
     def _bound(self, array: pa.Array | None) -> pa.Array | None:
+        array = _array(array)
         if array is None:
             return None
         if pa.types.is_dictionary(array.type):
@@ -252,9 +286,14 @@ class _Leaf:
         return result
 
     def is_in(self, expr: IsIn) -> tuple[Bits, Bits]:
+        if self.vtype is None:  # nothing typed is known: only the null and NaN rows
+            known_kinds = {_kind(v) for v in expr.values}
+            t = (self.nan & ("nan" in known_kinds)) | (self.nulls & ("null" in known_kinds))
+            f = (self.nan & ("nan" not in known_kinds)) | (self.nulls & ("null" not in known_kinds))
+            return t | self.regular, f | self.regular
         scalars = []
         for v in expr.values:
-            if self.vtype is not None and not (isinstance(v, pa.Scalar) and v.type == self.vtype):
+            if not (isinstance(v, pa.Scalar) and v.type == self.vtype):
                 bound = coerce_compare(expr.column, "==", v, self.vtype)
                 if not (isinstance(bound, Compare) and bound.op == "=="):
                     continue  # no value of the type equals it
@@ -265,8 +304,6 @@ class _Leaf:
         regular_lits = [s for s, k in zip(scalars, kinds, strict=True) if k == "regular"]
         t = (self.nan & has_nan) | (self.nulls & has_null)
         f = (self.nan & (not has_nan)) | (self.nulls & (not has_null))
-        if self.vtype is None:
-            return t | self.regular, f | self.regular
         if regular_lits:
             literals = pa.array(regular_lits, regular_lits[0].type)
             n = self.n

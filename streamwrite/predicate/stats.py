@@ -8,6 +8,8 @@ a truncated or widened bound); inexact bounds never prove that a value is presen
 anything (``None``, a null entry, an absent column) means "might be anything": pruning keeps the
 container. ``value_sets[i]`` holds (at least) every distinct non-null value of container ``i``;
 ``might_contain(literals)`` answers a bloom filter (False: the literal is surely absent).
+String bounds may be given as binary (a truncated bound need not be valid UTF-8): they compare
+as UTF-8 bytes either way. Arrays of the wrong length raise ConfigError when pruning.
 """
 
 from __future__ import annotations

@@ -326,12 +326,39 @@ def test_timestamps_compare_as_instants() -> None:
     table = pa.table({"t": zoned})
     new_york = dt.datetime(1969, 12, 31, 20, 0, 0, 1, tzinfo=dt.timezone(dt.timedelta(hours=-4)))
     bound = bind([("t", ">", new_york)], schema)  # 1 µs after the epoch: rounded up to 1 ms
-    assert bound == And((Compare("t", ">=", pa.scalar(1, pa.int64()).cast(zoned.type)),))
+    assert bound == Compare("t", ">=", pa.scalar(1, pa.int64()).cast(zoned.type))
     assert table.filter(to_arrow(bound)).num_rows == 1
     naive_col = pa.schema([("t", pa.timestamp("s"))])
-    assert bind([("t", "==", "2024-01-01T00:00:00")], naive_col) == And(
-        (Compare("t", "==", pa.scalar(dt.datetime(2024, 1, 1), pa.timestamp("s"))),)
+    assert bind([("t", "==", "2024-01-01T00:00:00")], naive_col) == Compare(
+        "t", "==", pa.scalar(dt.datetime(2024, 1, 1), pa.timestamp("s"))
     )
+
+
+def test_is_null_with_nan_is_null_on_any_column() -> None:
+    table = pa.table(
+        {
+            "s": pa.array(["a", None]),
+            "f": pa.array(
+                [
+                    float("nan"),
+                    None,
+                ]
+            )[:2],
+        }
+    )
+    for name, expected in (("s", 1), ("f", 2)):
+        expression = pc.field(name).is_null(nan_is_null=True)
+        bound = bind(expression, table.schema)
+        assert table.filter(to_arrow(bound)).num_rows == table.filter(expression).num_rows
+        assert table.filter(expression).num_rows == expected
+
+
+def test_dnf_shapes() -> None:
+    assert parse_filters([("x", "=", 1)]) == Compare("x", "==", 1)
+    assert parse_filters([[("x", "<", 1)], [("x", ">", 5), ("y", "in", {2})]]) == Or(
+        (Compare("x", "<", 1), And((Compare("x", ">", 5), IsIn("y", (2,)))))
+    )
+    assert parse_filters([("x", "not in", pa.array([1, 2]))]) == Not(IsIn("x", (1, 2)))
 
 
 def test_columns_and_describe() -> None:
@@ -341,3 +368,15 @@ def test_columns_and_describe() -> None:
     assert columns(expr) == frozenset({"price", "sym", "ts"})
     assert describe(expr) == "(price > 10 AND sym IN ('A', 'B''s')) OR NOT (ts IS NULL)"
     assert describe(StartsWith("my col", "x")) == "\"my col\" LIKE 'x' || '%'"
+
+
+def test_readme_snippet() -> None:
+    """The snippet of the README section on filter semantics (kept in step with it)."""
+    schema = pa.schema([("price", pa.float64()), ("qty", pa.int8())])
+    expr = bind(~(pc.field("price") < 10) & (pc.field("qty") < 1000), schema)
+    assert describe(expr) == "NOT (price < 10.0) AND qty <= 127"
+    table = pa.table(
+        {"price": [3.0, math.nan, None, 12.0], "qty": pa.array([1, 2, 3, None], pa.int8())}
+    )
+    rows = table.filter(to_arrow(expr)).to_pylist()
+    assert len(rows) == 1 and math.isnan(rows[0]["price"]) and rows[0]["qty"] == 2

@@ -151,7 +151,16 @@ def test_prune_fragments_never_drops_a_matching_row(data: st.DataObject) -> None
             full.column(name).slice(a, b - a).combine_chunks()
             for a, b in itertools.pairwise(bounds)
         ]
-        pages[name] = (first_rows, writer_stats(arrays, with_null_count=data.draw(st.booleans())))
+        stats = writer_stats(
+            arrays,
+            with_null_count=data.draw(st.booleans()),
+            with_nan_count=data.draw(st.booleans()),
+            value_sets=data.draw(st.booleans()),
+        )
+        if data.draw(st.booleans()):
+            noise = [data.draw(st.booleans()) for _ in arrays]
+            stats = ColumnStats(**{**stats.__dict__, "might_contain": _bloom(arrays, noise)})
+        pages[name] = (first_rows, stats)
     drawn = bind(data.draw(filters(full.select(["x", "k"]))), full.schema)
     expr = Not(drawn) if data.draw(st.booleans()) else drawn
     ranges = prune_fragments(expr, pages, num_rows)

@@ -10,7 +10,9 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 
+from streamwrite.errors import ConfigError
 from streamwrite.predicate import (
     ColumnStats,
     Containers,
@@ -199,3 +201,9 @@ def test_page_fragments_keep_columns_aligned() -> None:
     assert prune_fragments(bind([("a", "<", 0)], schema), pages, 10).num_rows == 0
     everything = prune_fragments(bind([("a", ">=", 0)], schema), {}, 10)
     assert everything.slices() == [slice(0, 10)]
+
+
+def test_statistics_of_the_wrong_length_are_named() -> None:
+    stats = ColumnStats(num_values=np.array([1, 2]), min=pa.array([1]), max=pa.array([1, 2]))
+    with pytest.raises(ConfigError, match=r"ColumnStats.min of column 'x' has 1 entries for 2"):
+        keep([("x", "==", 1)], stats, pa.int64())
