@@ -95,7 +95,8 @@ class RowGroupPlan:
 
     @property
     def num_rows_read(self) -> int:
-        """Rows decoded (before the filter picks the matching ones)."""
+        """Rows kept by pruning (the filter then picks the matching ones); a chunk without an
+        OffsetIndex is decoded whole and cut to them."""
         return self._ranges.num_rows
 
 
@@ -145,7 +146,7 @@ class ReadPlan:
 
     @property
     def num_rows_read(self) -> int:
-        """Rows decoded (before the filter picks the matching ones)."""
+        """Rows kept by pruning, before the filter picks the matching ones."""
         return sum(rg.num_rows_read for rg in self.row_groups)
 
     @property
@@ -167,7 +168,7 @@ class ReadPlan:
                 for r in ("statistics", "embedded_index", "bloom_filter", "page_index")
                 if self.skipped(r)
             ),
-            f"pages: {self.num_pages_read} of {self.num_pages} read; rows decoded: "
+            f"pages: {self.num_pages_read} of {self.num_pages} read; rows kept: "
             f"{self.num_rows_read}; bytes read: {self.bytes_read}",
         ]
         return "\n".join(lines)

@@ -39,6 +39,15 @@ def _page_rows(located: ChunkPages, selected: npt.NDArray[np.intp]) -> npt.NDArr
     return np.repeat(starts - offsets, counts) + np.arange(int(counts.sum()), dtype=np.int64)
 
 
+def _inside(
+    rows: npt.NDArray[np.int64], starts: npt.NDArray[np.int64], stops: npt.NDArray[np.int64]
+) -> pa.Array:
+    """A bool per row of ``rows`` (sorted): inside one of the ranges ``[starts, stops)``."""
+    at = np.searchsorted(starts, rows, side="right") - 1
+    inside = (at >= 0) & (rows < stops[np.maximum(at, 0)])
+    return pa.array(inside)
+
+
 def _decode_selected(
     pf: ParquetFile, i: int, spec: ColumnSpec, located: ChunkPages, selected: npt.NDArray[np.intp]
 ) -> DecodedChunk:
@@ -86,21 +95,19 @@ def read_planned_row_group(pf: ParquetFile, plan: ReadPlan, rg: RowGroupPlan) ->
     if rg.skipped_by is not None:
         return schema.empty_table().select(list(plan.columns))
     i = rg.index
-    mask = None
-    if rg.num_rows_read < rg.num_rows:
-        mask = rg._ranges.mask(rg.num_rows)
+    partial = rg.num_rows_read < rg.num_rows
+    starts, stops = rg._ranges.starts, rg._ranges.stops
     arrays = []
     for spec in specs:
         chosen = rg._pages.get(spec.name)
-        if chosen is not None:
+        if chosen is not None:  # pages are chosen only when rows are cut
             located, selected = chosen
             array = pf._to_arrow(_decode_selected(pf, i, spec, located, selected), spec, i)
-            assert mask is not None  # pages are chosen only when rows are cut
-            array = array.filter(pa.array(mask[_page_rows(located, selected)]))
+            array = array.filter(_inside(_page_rows(located, selected), starts, stops))
         else:
             array = pf._read_column(spec, i)
-            if mask is not None:
-                array = array.filter(pa.array(mask))
+            if partial:
+                array = array.filter(_inside(np.arange(len(array)), starts, stops))
         arrays.append(array)
     lengths = {len(array) for array in arrays}
     if len(lengths) > 1:

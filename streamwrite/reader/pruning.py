@@ -256,9 +256,10 @@ class _Planner:
 def _embedded_index(pf: ParquetFile) -> Any:
     """The file's embedded index (``streamwrite.reader.embedded``), or None.
 
-    The hook for helper "embed"'s module: ``read_embedded_index(pf) -> EmbeddedIndex | None``
-    with ``containers() -> Containers`` (one container per row group of the file) and
-    ``fragments(column, row_group) -> (first_rows, ColumnStats) | None``.
+    ``streamwrite.reader.embedded.read_embedded_index(pf) -> EmbeddedIndex | None``, with
+    ``containers() -> Containers`` (one container per row group of the file) and
+    ``fragments(column, row_group) -> (first_rows, ColumnStats) | None``. Imported when called:
+    that module imports :mod:`streamwrite.reader.file`, which imports this one.
     """
     try:
         embedded = importlib.import_module("streamwrite.reader.embedded")
