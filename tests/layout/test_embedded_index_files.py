@@ -22,7 +22,7 @@ import streamwrite
 from streamwrite.crypto import ExplicitKeys
 from streamwrite.crypto.decryption import DecryptionConfig
 from streamwrite.crypto.encryption import FileEncryption
-from streamwrite.errors import ConfigError
+from streamwrite.errors import ConfigError, CorruptFileError
 from streamwrite.format.index import KV_DATAFUSION_OFFSET, KV_INDEX_OFFSET
 from streamwrite.live.file import LiveFile
 from streamwrite.options import CompactionPolicy
@@ -458,3 +458,38 @@ def test_readme_snippet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
             "symbol": ["distinct"],
             "ts": ["time_index"],
         }
+
+
+def test_parquet_writer_takes_the_option(tmp_path: Path) -> None:
+    path = tmp_path / "f.parquet"
+    rng = np.random.default_rng(5)
+    parts = [_table(rng, 30), _table(rng, 12)]
+    with streamwrite.ParquetWriter(
+        path, parts[0].schema, row_group_size=10, embedded_index=INDEX
+    ) as writer:
+        for part in parts:
+            writer.write_table(part)
+    with ParquetFile(path) as pf:
+        index = read_embedded_index(pf)
+    assert index is not None
+    _check_against_data(index, pa.concat_tables(parts), [10, 10, 10, 10, 2])
+
+
+def test_a_damaged_blob_or_key_is_a_corrupt_file_error(tmp_path: Path) -> None:
+    path = tmp_path / "f.parquet"
+    streamwrite.write_table(_table(np.random.default_rng(2), 20), path, embedded_index=INDEX)
+    raw = bytearray(path.read_bytes())
+    offset = int(pq.ParquetFile(path).metadata.metadata[KV_INDEX_OFFSET.encode()])
+    bad_magic = bytearray(raw)
+    bad_magic[offset + 3] = ord("9")
+    (tmp_path / "magic.parquet").write_bytes(bad_magic)
+    bad_size = bytearray(raw)
+    bad_size[offset + 4 : offset + 12] = (1 << 40).to_bytes(8, "little")
+    (tmp_path / "size.parquet").write_bytes(bad_size)
+    for name, message in [("magic", "magic"), ("size", "runs into the footer")]:
+        with (
+            ParquetFile(tmp_path / f"{name}.parquet") as pf,
+            pytest.raises(CorruptFileError, match=message),
+        ):
+            read_embedded_index(pf)
+        assert pq.read_table(tmp_path / f"{name}.parquet").num_rows == 20  # data unaffected
