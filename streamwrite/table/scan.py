@@ -27,7 +27,8 @@ view are the table-relative names); a bare path is safe only while no append is 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,7 @@ import pyarrow as pa
 from streamwrite.arrow.evolution import widen_table
 from streamwrite.crypto.decryption import DecryptionConfig
 from streamwrite.errors import CorruptFileError, SchemaError, StreamwriteError
+from streamwrite.format.sidecar.codec import parquet_footer_checksum
 from streamwrite.predicate import (
     Expr,
     bind,
@@ -87,6 +89,18 @@ def _store_keep(view: SnapshotView, expr: Expr, candidates: list[tuple[str, int]
     return {name for name, keep in zip(names, verdict, strict=True) if not keep}
 
 
+def _footer_checksum(data: Path, size: int) -> int | None:
+    """The XXH64 of the Parquet footer ending at ``size`` in ``data`` (None: none there)."""
+    with open(data, "rb") as f:
+        tail = os.pread(f.fileno(), 8, size - 8)
+        if len(tail) != 8:
+            return None
+        footer_size = int.from_bytes(tail[:4], "little") + 8
+        if footer_size > size:
+            return None
+        return parquet_footer_checksum(os.pread(f.fileno(), footer_size, size - footer_size))
+
+
 class _Scan:
     """One pass over a snapshot's segments, level by level."""
 
@@ -122,7 +136,22 @@ class _Scan:
                 self.decisions.append((name, size, None))
 
     def open(self, name: str, size: int) -> ParquetFile:
-        return ParquetFile(self.view.path / name, snapshot=size, decryption=self.decryption)
+        """Segment ``name`` at committed ``size``, as a live file (its ``_pm`` checked); when
+        its ``_pm`` is unreadable, its data file alone if the footer there is the one
+        ``_txn`` recorded (inside a table ``_pm`` is no commit point: state.py)."""
+        directory = self.view.path / name
+        try:
+            return ParquetFile(directory, snapshot=size, decryption=self.decryption)
+        except CorruptFileError:
+            partition, _, segment = name.partition("/")
+            listed = self.view.record.partitions.get(partition, ())
+            checksum = next(
+                (s.footer_xxh64 for s in listed if s.name == segment and s.size == size), None
+            )
+            data = segment_data_path(directory)
+            if checksum is None or _footer_checksum(data, size) != checksum:
+                raise
+            return ParquetFile(data, snapshot=size, decryption=self.decryption)
 
     def missing(self, pf: ParquetFile) -> dict[str, pa.DataType]:
         """The filter's columns the segment lacks (added later), with their types."""
@@ -200,10 +229,8 @@ def read_filtered(
     target: pa.Schema,
     filters: object,
     decryption: DecryptionConfig | None,
-    by_checksum: Callable[[int], pa.Table | None],
 ) -> pa.Table:
-    """Returns: the rows of ``view`` that match ``filters``, as ``target`` (``by_checksum``:
-    segment ``index`` read whole from its data file alone, when its ``_pm`` is unreadable).
+    """Returns: the rows of ``view`` that match ``filters``, as ``target``.
 
     Raises:
         ConfigError, SchemaError: a filter that does not parse or bind to the table's schema.
@@ -211,7 +238,7 @@ def read_filtered(
     """
     scan = _Scan(view, filters, decryption)
     tables: list[pa.Table] = []
-    for index, (name, size, skipped) in enumerate(scan.decisions):
+    for name, size, skipped in scan.decisions:
         if skipped is not None:
             continue
         if not (view.path / name).is_dir():
@@ -220,15 +247,8 @@ def read_filtered(
                 "missing: committed data is gone.",
                 0,
             )
-        try:
-            with scan.open(name, size) as pf:
-                table = scan.rows(pf, target)
-        except CorruptFileError:
-            # The _pm may be unreadable inside a table (state.py): the footer _txn names.
-            full = by_checksum(index)
-            if full is None:
-                raise
-            table = full.filter(to_arrow(scan.expr)).select(target.names)
+        with scan.open(name, size) as pf:
+            table = scan.rows(pf, target)
         try:
             tables.append(widen_table(table, target))
         except SchemaError as exc:

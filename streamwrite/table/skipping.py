@@ -345,6 +345,8 @@ class TableSkipping:
                 if segment.name not in before or before[-1] == segment.name:
                     # it was its partition's newest (or is new) and is followed now: sealed
                     sealed.append((name, segment.size))
+        if not grown and not sealed and published.skipping is not None:
+            return dict(published.skipping)  # unchanged: no copy of the store's state
         if grown:
             store.remove(grown)
         if sealed:

@@ -259,7 +259,6 @@ class TableSnapshot:
                 target,
                 filters,
                 decryption,
-                lambda index: self._read_by_txn_checksum(index, schema, True, decryption),
             )
         tables = []
         for index, (name, size) in enumerate(self.files):

@@ -380,10 +380,29 @@ def test_surviving_files_read_by_pyarrow_dataset_through_the_snapshot_view(
     path = compacted_table
     filters = [("symbol", "in", ["TSLA", "ZZZ"])]  # days 1 and 2 only
     snapshot = streamwrite.read_snapshot(path)
-    kept = streamwrite.prune(path, filters)
+    assert streamwrite.prune(path, filters) == snapshot.files(filters=filters)
+    kept = snapshot.files(filters=filters)
     assert 0 < len(kept) < len(snapshot.files)
-    with streamwrite.snapshot_filesystem(path) as fs:
+    with streamwrite.snapshot_filesystem(path, snapshot.version) as fs:  # the same version
         names = [os.path.relpath(os.path.dirname(p), path) + "/data.parquet" for p, _ in kept]
         dataset = ds.dataset(names, filesystem=fs, format="parquet", schema=SCHEMA)
         got = dataset.to_table(filter=pc.field("symbol").isin(["TSLA", "ZZZ"]))
     assert _same(got, _expected(snapshot, filters))
+
+
+def test_a_segment_whose_pm_is_unreadable_is_read_by_the_footer_txn_names(tmp_path: Path) -> None:
+    """Inside a table ``_pm`` is no commit point (state.py): a filtered read falls back to the
+    footer ``_txn`` recorded, as the full read does, and filters it the same way."""
+    path = tmp_path / "t"
+
+    async def go() -> None:
+        table = await _build(path, 3)
+        await table.close()
+
+    _run(go)
+    name, _ = _txn(path).files()[0]
+    pm = path / name / "_pm"
+    pm.write_bytes(bytes(len(pm.read_bytes())))  # zeros: no header, no footer
+    snapshot = streamwrite.read_snapshot(path)
+    for filters in ([("symbol", "==", "AAPL")], [("price", ">", 3.0)], [("order_id", "<", 0)]):
+        _check(snapshot, filters)
