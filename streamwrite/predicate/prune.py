@@ -80,18 +80,24 @@ def prune(expr: Expr, containers: Containers) -> Bits:
     return prune_bits(expr, containers)[0]
 
 
-def prune_bits(expr: Expr, containers: Containers) -> tuple[Bits, Bits]:
-    """``(can_true, can_false)`` of ``expr`` over ``containers`` (module docstring)."""
+def prune_bits(
+    expr: Expr, containers: Containers, leaves: dict[str, _Leaf] | None = None
+) -> tuple[Bits, Bits]:
+    """``(can_true, can_false)`` of ``expr`` over ``containers`` (module docstring).
+
+    ``leaves`` caches each column's statistics, read once per call.
+    """
     n = containers.num_containers
+    leaves = {} if leaves is None else leaves
     if isinstance(expr, Not):
-        can_true, can_false = prune_bits(expr.child, containers)
+        can_true, can_false = prune_bits(expr.child, containers, leaves)
         return can_false, can_true
     if isinstance(expr, And | Or):
         is_and = isinstance(expr, And)
         can_true = np.full(n, is_and)
         can_false = np.full(n, not is_and)
         for child in expr.children:
-            t, f = prune_bits(child, containers)
+            t, f = prune_bits(child, containers, leaves)
             if is_and:
                 can_true, can_false = can_true & t, can_false | f
             else:
@@ -102,8 +108,11 @@ def prune_bits(expr: Expr, containers: Containers) -> tuple[Bits, Bits]:
     stats = containers.columns.get(expr.column)
     if stats is None:
         return np.ones(n, bool), np.ones(n, bool)
-    _check_lengths(expr.column, stats, n)
-    return _Leaf(stats, n).bits(expr)
+    leaf = leaves.get(expr.column)
+    if leaf is None:
+        _check_lengths(expr.column, stats, n)
+        leaf = leaves[expr.column] = _Leaf(stats, n)
+    return leaf.bits(expr)
 
 
 def _check_lengths(column: str, stats: ColumnStats, n: int) -> None:
@@ -196,7 +205,9 @@ class _Leaf:
         if bound is None:
             return np.ones(self.n, bool)
         if bound.type != literal.type:
-            literal = literal.cast(bound.type)
+            literal = _cast(literal, bound.type)
+            if literal is None:
+                return np.ones(self.n, bool)
         return _np(fn(bound, literal))
 
     def bits(self, expr: Expr) -> tuple[Bits, Bits]:
@@ -267,7 +278,9 @@ class _Leaf:
         if bound is None:
             return np.zeros(self.n, bool)
         if bound.type != literal.type:
-            literal = literal.cast(bound.type)
+            literal = _cast(literal, bound.type)
+            if literal is None:
+                return np.zeros(self.n, bool)
         equal = np.asarray(
             pc.fill_null(pc.equal(bound, literal), False).to_numpy(zero_copy_only=False), bool
         )
@@ -361,6 +374,15 @@ class _Leaf:
         )
 
 
+def _cast(value: Any, target: pa.DataType) -> Any:
+    """``value`` (scalar or array) cast exactly to the bounds' type; None if it cannot be
+    (then the bounds tell nothing about it)."""
+    try:
+        return value.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+
+
 def _comparable(array: pa.Array) -> tuple[npt.NDArray[Any], Bits]:
     """``array`` as numpy values that compare as Arrow compares them, and its null mask."""
     nulls = np.asarray(array.is_null().to_numpy(zero_copy_only=False), bool)
@@ -383,7 +405,10 @@ def _matrix(
     if bound is None:
         return np.full((n, len(literals)), unknown, bool)
     if literals.type != bound.type:
-        literals = literals.cast(bound.type)
+        cast = _cast(literals, bound.type)
+        if cast is None:
+            return np.full((n, len(literals)), unknown, bool)
+        literals = cast
     values, nulls = _comparable(bound)
     lits, _ = _comparable(literals)
     if values.dtype == object and nulls.any():

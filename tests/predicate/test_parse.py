@@ -145,12 +145,36 @@ def test_expression_round_trip(data: st.DataObject) -> None:
     assert rows(table, to_arrow(parse_filters(expression))) == expected, str(expression)
 
 
+def _float_literal(expr: Expr) -> bool:
+    if isinstance(expr, And | Or):
+        return any(_float_literal(c) for c in expr.children)
+    if isinstance(expr, Not):
+        return _float_literal(expr.child)
+    if isinstance(expr, Compare):
+        return isinstance(expr.value, float)
+    return isinstance(expr, IsIn) and any(isinstance(v, float) for v in expr.values)
+
+
+def test_literals_compare_by_value_not_through_lossy_casts() -> None:
+    table = pa.table({"x": pa.array([decimal.Decimal("0.47")], pa.decimal128(9, 2))})
+    assert table.filter(to_arrow(bind([("x", "==", 0.47)], table.schema))).num_rows == 1
+    floats = pa.table({"x": pa.array([math.inf, 0.1], pa.float32())})
+    assert floats.filter(to_arrow(bind([("x", "in", [1e300, 0.1])], floats.schema))).num_rows == 0
+
+
 @SETTINGS
 @given(st.data())
 def test_bind_keeps_the_arrow_semantics(data: st.DataObject) -> None:
     """Binding (exact literals, out-of-range rewrites) filters as Arrow's own casts do."""
     table = data.draw(tables())
     expr = data.draw(filters(table.select(["x", "k"])))
+    # Arrow compares a decimal column with a float literal after casting the decimals to
+    # double, not correctly rounded (decimal 0.47 != 0.47 there), and is_in casts a float64
+    # value set to a float32 column lossily (1e300 -> inf matches inf, 0.1 matches the float32
+    # 0.1 that == 0.1 does not); bind compares by value.
+    x_type = table.schema.field("x").type
+    lossy = pa.types.is_decimal(x_type) or x_type == pa.float32()
+    assume(not (lossy and _float_literal(expr)))
     try:
         expected = rows(table, to_arrow(expr))
     except ConfigError:

@@ -207,3 +207,19 @@ def test_statistics_of_the_wrong_length_are_named() -> None:
     stats = ColumnStats(num_values=np.array([1, 2]), min=pa.array([1]), max=pa.array([1, 2]))
     with pytest.raises(ConfigError, match=r"ColumnStats.min of column 'x' has 1 entries for 2"):
         keep([("x", "==", 1)], stats, pa.int64())
+
+
+def test_bounds_of_a_narrower_type_bound_the_literal() -> None:
+    """Statistics typed int8 for an int16-bound filter: the literal is re-coerced to them."""
+    stats = ColumnStats(
+        num_values=np.array([1]),
+        null_count=pa.array([0]),
+        min=pa.array([1], pa.int8()),
+        max=pa.array([1], pa.int8()),
+    )
+    schema = pa.schema([("x", pa.int16())])
+    containers = Containers(1, {"x": stats})
+    assert prune(bind([("x", "==", 300)], schema), containers).tolist() == [False]
+    assert prune(bind([("x", "in", [300, 1])], schema), containers).tolist() == [True]
+    assert prune(bind([("x", "!=", 300)], schema), containers).tolist() == [True]
+    assert prune(bind([("x", "<", 300)], schema), containers).tolist() == [True]
