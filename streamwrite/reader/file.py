@@ -25,6 +25,10 @@ defined in :mod:`streamwrite.reader.metadata`); the Thrift ``FileMetaData`` is
 ``_parquet_schema``) are the package's own: compaction's raw copy and re-encode and
 :mod:`streamwrite.reader.verify` call them. ``streamwrite.read_table`` (:mod:`streamwrite.dataset`)
 dispatches on what it is given: a file or buffer, a live file, a table, or a directory.
+
+Filtered reads (``filters=``) are planned by :mod:`streamwrite.reader.pruning` (statistics,
+embedded index, bloom filters, page index -> :class:`streamwrite.ReadPlan`) and executed by
+:mod:`streamwrite.reader.pruned_read` (only the pages holding kept rows, then the filter).
 """
 
 from __future__ import annotations
