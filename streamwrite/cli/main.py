@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 import streamwrite
 from streamwrite import inspect
+from streamwrite.cli.index import add_index_parser
 from streamwrite.cli.keys import add_key_options, decryption_from_args
 from streamwrite.cli.scan import add_scan_parser
 from streamwrite.cli.show import (
@@ -63,6 +64,10 @@ examples:
   streamwrite scan ticks/ --filter "symbol = 'AAPL' and ts >= timestamp '2026-11-22 10:00Z'"
                                                  matching rows (--columns, --format csv|json,
                                                  --limit N; the grammar: scan --help)
+  streamwrite scan ticks/ --filter "order_id = 'a1'" --explain
+                                                 what each level skips, and why; bytes read
+  streamwrite index build ticks/ symbol=valuelist,bloom price=minmax
+                                                 build the skipping store (show, drop)
   streamwrite inspect enc.parquet --footer-key 00112233445566778899aabbccddeeff
   STREAMWRITE_KEYS='{"footer": "00..ff"}' streamwrite verify enc.parquet
 
@@ -441,6 +446,7 @@ def _parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     serve.set_defaults(run=_serve)
     add_scan_parser(sub, [common], EPILOG)
+    add_index_parser(sub, [common], EPILOG)
     for name in ("inspect", "verify", "recover", "compact"):
         add_key_options(made[name])
     made["inspect"].set_defaults(run=_inspect)

@@ -3,10 +3,13 @@
 newest ``_txn`` snapshot) that match a filter (the grammar of
 :mod:`streamwrite.cli.filter_text`), printed on stdout.
 
-Reads change nothing. The filter is applied to every row read (``pyarrow.compute``), so the
-output is exactly the matching rows; ``--limit`` keeps the first N of them in the path's row
-order. Errors (a filter not in the grammar, a column the data does not have, a filter whose
-types do not apply, such as ``symbol > 3``) print one line and exit 2.
+Reads change nothing. Partitions, segments, row groups and pages that cannot match are not
+read (``read_table(filters=)``), and the filter is applied to every row read, so the output
+is exactly the matching rows; ``--limit`` keeps the first N of them in the path's row order.
+``--explain`` prints what each level would skip and why, and the bytes read, instead of the
+rows (:mod:`streamwrite.cli.explain`). Errors (a filter not in the grammar, a column the
+data does not have, a literal its column cannot be compared with, such as ``symbol > 3``)
+print one line and exit 2.
 
 Formats: ``table`` (aligned columns, a header, a last line counting the rows), ``csv``
 (header, RFC 4180 quoting; timestamps in ISO 8601), ``json`` (one JSON object per line;
@@ -29,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import streamwrite
+from streamwrite.cli.explain import explain_file, explain_table
 from streamwrite.cli.filter_text import parse_filter
 from streamwrite.cli.keys import add_key_options, decryption_from_args
 from streamwrite.errors import ConfigError, SchemaError
@@ -64,7 +68,8 @@ def scan_rows(
     Raises:
         FilterSyntaxError: the filter is not in the grammar.
         SchemaError: a column the data does not have.
-        ConfigError: the filter does not apply to the columns' types; a negative limit.
+        ConfigError: the filter does not apply to the columns' types (a literal that cannot
+            be compared with its column, as the predicate core says); a negative limit.
     """
     if limit is not None and limit < 0:
         raise ConfigError(f"--limit must be 0 or more, got {limit}.")
@@ -72,20 +77,14 @@ def scan_rows(
     needed = None
     if columns is not None:
         needed = list(dict.fromkeys([*columns, *filter_columns]))
-    table = streamwrite.read_table(path, columns=needed, decryption=decryption)
-    missing = [name for name in filter_columns if name not in table.column_names]
+    schema = _schema(path, decryption)
+    missing = [name for name in filter_columns if name not in schema.names]
     if missing:
         raise SchemaError(
             f"The filter names the column {missing[0]!r}, which {str(path)!r} does not have "
-            f"(its columns: {table.column_names})."
+            f"(its columns: {schema.names})."
         )
-    try:
-        table = table.filter(expression)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-        raise ConfigError(
-            f"The filter {filter_text!r} does not apply to the columns of {str(path)!r} "
-            f"({_types(table, filter_columns)}): {exc}"
-        ) from None
+    table = streamwrite.read_table(path, columns=needed, filters=expression, decryption=decryption)
     if columns is not None:
         table = table.select(columns)
     if limit is not None:
@@ -93,8 +92,14 @@ def scan_rows(
     return table
 
 
-def _types(table: pa.Table, names: tuple[str, ...]) -> str:
-    return ", ".join(f"{name} {table.schema.field(name).type}" for name in names)
+def _schema(path: Path, decryption: streamwrite.DecryptionConfig | None) -> pa.Schema:
+    """The Arrow schema of a table (its newest ``_txn``), a live file or a Parquet file."""
+    if path.is_dir() and (path / "_txn").is_file():
+        snapshot = streamwrite.read_snapshot(path)
+        return snapshot.schema or streamwrite.read_table(path, columns=[]).schema
+    with streamwrite.ParquetFile(path, decryption=decryption) as parquet:
+        schema: pa.Schema = parquet.schema_arrow
+    return schema
 
 
 def _text(value: Any) -> str:
@@ -175,9 +180,16 @@ def _scan(args: argparse.Namespace) -> int:
     if not path.exists():
         raise ConfigError(f"{args.path!r} does not exist (no such file or directory).")
     args.interrupted = "interrupted: nothing was changed"
-    table = scan_rows(
-        path, args.filter, _columns(args.columns), args.limit, decryption_from_args(args)
-    )
+    decryption = decryption_from_args(args)
+    columns = _columns(args.columns)
+    if args.explain:
+        expression, _ = parse_filter(args.filter)
+        if path.is_dir() and (path / "_txn").is_file():
+            print(explain_table(path, expression, columns, decryption))
+        else:
+            print(explain_file(path, expression, columns, decryption))
+        return 0
+    table = scan_rows(path, args.filter, columns, args.limit, decryption)
     print_rows(table, args.format)
     return 0
 
@@ -202,5 +214,11 @@ def add_scan_parser(sub: Any, parents: list[argparse.ArgumentParser], epilog: st
     scan.add_argument("--columns", help="the columns to print, comma-separated (default: all)")
     scan.add_argument("--format", choices=FORMATS, default="table", help="output format")
     scan.add_argument("--limit", type=int, help="print at most N rows")
+    scan.add_argument(
+        "--explain",
+        action="store_true",
+        help="print what each level (partition, segment, row group, page) would skip and why, "
+        "and the bytes read; no rows (footers and indexes are read, no data)",
+    )
     add_key_options(scan)
     scan.set_defaults(run=_scan)

@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import streamwrite
-from streamwrite.errors import UnsupportedError
+from streamwrite.errors import ConfigError, UnsupportedError
 from streamwrite.spark.pushdown import spark_filters_to_arrow
 
 if TYPE_CHECKING:
@@ -95,11 +95,17 @@ def surviving_segments(
     snapshot: streamwrite.TableSnapshot, filters: pc.Expression | None
 ) -> list[tuple[str, int]]:
     """The ``(partition/segment, committed size)`` of the segments of ``snapshot`` that may
-    hold a row matching ``filters`` (all of them when ``filters`` is None)."""
-    files = list(snapshot.files)
+    hold a row matching ``filters`` (``TableSnapshot.plan``: partition time ranges, the
+    skipping store, each footer), all of them for None or for a filter the pruning cannot
+    represent (it is still applied to the rows)."""
+    files = [(name, size) for name, size in snapshot.files]
     if filters is None:
         return files
-    return files
+    try:
+        plan = snapshot.plan(filters)
+    except ConfigError:
+        return files
+    return [(s.name, s.committed_size) for s in plan.segments if s.skipped_by is None]
 
 
 def read_segment(
@@ -110,16 +116,20 @@ def read_segment(
     filters: pc.Expression | None,
 ) -> pa.Table:
     """One segment of a table at its committed size, with the table's ``schema`` (columns a
-    segment lacks are null), filtered by ``filters``.
+    segment lacks are null), filtered by ``filters`` (its row groups and pages pruned).
 
     Returns:
         The rows.
     """
-    single = streamwrite.TableSnapshot(path, version, (segment,), schema=schema)
-    table = single.read()
-    if filters is not None:
-        table = table.filter(filters)
-    return table
+    single = streamwrite.TableSnapshot(
+        path, version, streamwrite.SegmentFiles((segment,)), schema=schema
+    )
+    if filters is None:
+        return single.read()
+    try:
+        return single.read(filters=filters)
+    except ConfigError:  # a filter the pruning cannot represent: every row, then the filter
+        return single.read().filter(filters)
 
 
 def spark_arrow_schema(schema: pa.Schema) -> pa.Schema:
@@ -163,7 +173,10 @@ class _Reader(DataSourceReader):
 
     def _snapshot(self) -> streamwrite.TableSnapshot:
         return streamwrite.TableSnapshot(
-            Path(self.path), self.version, self.files, schema=self.table_schema
+            Path(self.path),
+            self.version,
+            streamwrite.SegmentFiles(self.files),
+            schema=self.table_schema,
         )
 
     def partitions(self) -> Sequence[_Segment]:

@@ -8,9 +8,8 @@ null counts as false). Where Spark's comparison differs from Arrow's, the Column
 * float columns: Arrow's ``NaN > v`` and ``NaN >= v`` are false, Spark's true (NaN is its
   largest value): ``x > v and not isnan(x)``; a comparison with a NaN literal is true only for
   ``!=`` (every non-null value);
-* ``in``: Arrow's ``is_in`` tells ``-0.0`` from ``0.0`` (Spark's ``IN`` does not): a listed
-  zero matches only a zero of its sign (told apart by Spark's text ``-0.0``: its ``atan2``
-  and ``signum`` lose the sign);
+* ``in``: a listed zero matches ``0.0`` and ``-0.0`` (the predicate core lists both, as
+  ``=`` does, and so does Spark's ``IN``); a listed NaN matches NaN (``is_in``; Spark too);
 * ``not in`` is ``not is_in``, true for a null value (pyarrow's filters keep such rows; SQL's
   ``NOT IN`` does not): ``not in(...) or x is null``.
 """
@@ -89,20 +88,10 @@ def _term(column: str, op: str, value: Any, column_type: pa.DataType) -> Any:
 def _member(field: Any, values: list[Any], floating: bool) -> Any:
     from pyspark.sql import functions as F  # noqa: N812
 
-    if not floating:
-        plain = [v for v in values if v is not None]
-        return field.isin(plain) if plain else F.lit(False)
-    parts = []
-    others = [v for v in values if v is not None and not _is_nan(v) and v != 0]
-    if others:
-        parts.append(field.isin(others))
-    if any(_is_nan(v) for v in values):
+    plain = [v for v in values if v is not None and not (floating and _is_nan(v))]
+    parts = [field.isin(plain)] if plain else []
+    if floating and any(_is_nan(v) for v in values):
         parts.append(F.isnan(field))
-    negative = field.cast("string").startswith("-")  # "-0.0" (atan2 and signum lose it)
-    if any(v == 0 and math.copysign(1.0, v) > 0 for v in values if v is not None):
-        parts.append((field == 0) & ~negative)
-    if any(v == 0 and math.copysign(1.0, v) < 0 for v in values if v is not None):
-        parts.append((field == 0) & negative)
     if not parts:
         return F.lit(False)
     result = parts[0]

@@ -7,8 +7,9 @@ filter, read by Spark's own Parquet reader wherever that is safe (pyspark >= 4.0
 
 What is read, and how:
 
-* the segments of the newest ``_txn`` snapshot that the filter does not rule out (the
-  table's pruning: partitions, the skipping store, segment statistics);
+* the segments of the newest ``_txn`` snapshot that the filter does not rule out
+  (``TableSnapshot.plan``: partition time ranges, the skipping store, each segment's
+  footer);
 * **sealed** segments (every segment of a partition but its newest: sealed segments are
   never written again, ``format/txn.py``) by Spark's Parquet reader:
   ``spark.read.option("basePath", table).parquet(*files)``, distributed, with Spark's own
@@ -23,10 +24,10 @@ What is read, and how:
   older one is complete).
 
 Exactness: pruning only decides what need not be read; then the filter is applied to every
-row, with pyarrow's semantics (``streamwrite.read_table(filters=)``'s: ``NaN`` compares
-false, ``is_in`` tells ``-0.0`` from ``0.0``, ``not in`` keeps nulls): DNF filters as a
-Spark Column that corrects Spark's differences (:mod:`streamwrite.spark.dnf`) on Spark's rows,
-by ``pyarrow.compute`` in the data source on the newest segments. A
+row with ``streamwrite.read_table(filters=)``'s semantics (``pyarrow.compute``: ``NaN``
+compares false, ``not in`` keeps nulls as pyarrow's filters do, a listed zero matches both
+zeros): DNF filters as a Spark Column that corrects Spark's differences
+(:mod:`streamwrite.spark.dnf`) on Spark's rows, by the data source on the newest segments. A
 ``pyarrow.compute.Expression`` has no Spark Column, so with one every surviving segment is
 read by the data source (still pruned and exact, not by Spark's Parquet reader). So the
 DataFrame holds exactly the rows of the snapshot that match, plus the Hive partition column

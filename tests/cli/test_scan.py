@@ -142,7 +142,7 @@ def test_formats_columns_and_limit(paths: dict[str, Path]) -> None:
     [
         (["--filter", "qty >"], "at position 6"),
         (["--filter", "nope = 1"], "'nope'"),
-        (["--filter", "symbol > 3"], "does not apply"),
+        (["--filter", "symbol > 3"], "cannot be compared with column 'symbol'"),
         (["--filter", "qty > 1", "--columns", "qty,,price"], "empty column name"),
         (["--filter", "qty > 1", "--columns", "nope"], "nope"),
         (["--filter", "qty > 1", "--limit", "-1"], "--limit"),
@@ -165,3 +165,35 @@ def test_missing_path(tmp_path: Path) -> None:
     done = run("scan", str(tmp_path / "nope"), "--filter", "x = 1")
     assert done.returncode == 2 and "does not exist" in done.stderr
     assert not (tmp_path / "nope").exists()
+
+
+def test_explain_a_table(paths: dict[str, Path]) -> None:
+    table = paths["table"]
+    before = _digest(table)
+    done = run("scan", str(table), "--filter", "ts < timestamp '2026-01-01 12:00Z'", "--explain")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    snapshot = streamwrite.read_snapshot(table)
+    num_partitions = len({name.split("/")[0] for name, _ in snapshot.files})
+    assert num_partitions == 2
+    assert f"partitions: 1 of {num_partitions} read; 1 skipped by time range" in lines
+    assert any(line.startswith("bytes read: ") for line in lines)
+    segments = [line for line in lines if line.startswith("ts_day=")]
+    assert len(segments) == len(snapshot.files)
+    skipped = [line for line in segments if "skipped by partition" in line]
+    assert skipped and all(line.startswith("ts_day=2026-01-02") for line in skipped)
+    assert _digest(table) == before  # footers only; nothing written
+
+
+@pytest.mark.parametrize("kind", ["file", "live"])
+def test_explain_a_file(paths: dict[str, Path], kind: str) -> None:
+    path = paths[kind]
+    done = run("scan", str(path), "--filter", "qty > 5000", "--explain")
+    assert done.returncode == 0, done.stderr
+    num_row_groups = streamwrite.ParquetFile(path).metadata.num_row_groups
+    assert (
+        f"row groups: 0 of {num_row_groups} read; {num_row_groups} skipped by statistics"
+        in done.stdout.splitlines()
+    )
+    rows = [line for line in done.stdout.splitlines() if "skipped by statistics" in line]
+    assert len(rows) == num_row_groups + 1  # the summary line and one per row group

@@ -8,6 +8,7 @@ segments hold bytes past their commit (an append in flight).
 
 from __future__ import annotations
 
+import datetime
 import functools
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ import pytest
 
 import streamwrite
 import streamwrite.spark
+from streamwrite.predicate import parse_filters, to_arrow
 from streamwrite.spark.datasource import FILTER_PUSHDOWN_CONF
 from streamwrite.spark.reading import filter_expression
 
@@ -96,7 +98,7 @@ FILTERS: list[Any] = [
     [[("symbol", "in", ["AA", "GOOG"])], [("price", ">", 50.0)]],
     pc.field("price") != 2.5,  # NaN rows are kept: NaN != 2.5 is true
     ~(pc.field("price") < 10.0),  # NaN rows are kept
-    pc.field("price").isin([0.0]),  # Arrow's is_in: 0.0 only, not -0.0
+    pc.field("price").isin([0.0]),  # 0.0 and -0.0 (the predicate core's rule)
     pc.starts_with(pc.field("symbol"), pattern="AA") & pc.field("price").is_null(),
     pc.field("ts") >= pa.scalar(START_US + DAY_US + 3_600 * 10**6, pa.timestamp("us", "UTC")),
     [("symbol", "not in", ["AAPL", "MSFT"])],
@@ -112,8 +114,9 @@ FILTERS: list[Any] = [
 @pytest.mark.parametrize("index", range(len(FILTERS)))
 def test_read_equals_the_filtered_snapshot(spark: Any, day_table: Path, index: int) -> None:
     filters = FILTERS[index]
-    expression = filter_expression(filters)
-    expected = _values(streamwrite.read_table(day_table).filter(expression))
+    truth = to_arrow(parse_filters(filters))  # what read_table(filters=) applies
+    expected = _values(streamwrite.read_table(day_table).filter(truth))
+    assert _values(streamwrite.read_table(day_table, filters=filters)) == expected
     df = streamwrite.spark.read(spark, day_table, filters=filters)
     got = df.toArrow()
     assert _values(got) == expected
@@ -216,3 +219,25 @@ def test_unpartitioned_table(spark: Any, tmp_path: Path) -> None:
     got = streamwrite.spark.read(spark, path, filters=[("value", "<", 500)]).toArrow()
     assert _values(got) == list(range(500))
     assert set(got.column("sw_partition").to_pylist()) == {"all"}
+
+
+def test_pruning_is_visible(spark: Any, day_table: Path, pushdown: bool) -> None:
+    """A one-hour range: other days' segments are neither listed to Spark nor planned as
+    tasks, and the rows are those of the unpruned read filtered."""
+    snapshot = streamwrite.read_snapshot(day_table)
+    start = datetime.datetime(2026, 11, 23, 10, tzinfo=datetime.UTC)
+    end = start + datetime.timedelta(hours=1)
+    dnf = [("ts", ">=", start), ("ts", "<", end)]
+    expected = _values(streamwrite.read_table(day_table).filter(filter_expression(dnf)))
+    assert _values(streamwrite.read_table(day_table, filters=dnf)) == expected
+    assert expected
+    df = streamwrite.spark.read(spark, day_table, filters=dnf)
+    assert _values(df.toArrow()) == expected
+    listed = {"/".join(Path(f.removeprefix("file:")).parts[-3:-1]) for f in df.inputFiles()}
+    assert listed and all(name.startswith("ts_day=2026-11-23/") for name in listed)
+    source = spark.read.format("streamwrite").load(str(day_table))
+    condition = "ts >= timestamp'2026-11-23 15:30:00' and ts < timestamp'2026-11-23 16:30:00'"
+    pruned = source.filter(condition)  # the session zone is Asia/Kolkata (+05:30)
+    day = [name for name, _ in snapshot.files if name.startswith("ts_day=2026-11-23/")]
+    assert 0 < pruned.rdd.getNumPartitions() <= len(day) < len(snapshot.files)
+    assert _spark_values(pruned) == expected
