@@ -95,13 +95,16 @@ class ColumnSketch:
             lo, hi = bounds["min"], bounds["max"]
             self.min = lo if self.min is None else _pick(self.min, lo, "min")
             self.max = hi if self.max is None else _pick(self.max, hi, "max")
-        if self.bloom is not None and len(present):
-            if pa.types.is_integer(present.type):
-                self.bloom.put_longs(present)
+        if (self.bloom is None and self.values is None) or not len(present):
+            return
+        distinct = pc.unique(present)  # hashing each distinct value once: tags repeat
+        if self.bloom is not None:
+            if pa.types.is_integer(distinct.type):
+                self.bloom.put_longs(distinct)
             else:
-                self.bloom.put_strings(present)
-        if self.values is not None and len(present):
-            self._parts.append(pc.unique(present))
+                self.bloom.put_strings(distinct)
+        if self.values is not None:
+            self._parts.append(distinct)
             if len(self._parts) > 16:
                 self._fold()
 

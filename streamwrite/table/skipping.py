@@ -31,6 +31,10 @@ group statistics, bloom filters, embedded index)::
                   - a segment the commit grows loses its entry (remove)
                   - a segment that stops being its partition's newest (a new segment follows
                     it in the record: it is never written again) gets its entry (add_sealed)
+                  - a partition's newest segment that this process sketched whole and that
+                    neither this commit nor the one before wrote (a time partition the rows
+                    moved past: it may never be written again) gets its entry too; should it
+                    grow after all, it loses the entry in that commit, as any segment does
                   the store's files are written and fsynced there; the state goes in the record
     compaction    the merged segment's entry is added (sketched from its rows before the swap)
                   and the retired ones removed, in the record of the swap itself
@@ -190,6 +194,9 @@ class TableSkipping:
         """Runs the sketch updates, in order, beside encoding and commits (off their path);
         a sketch is read only after every update submitted before is done."""
         self._last: Future[None] | None = None
+        self._num_commits = 0
+        self._written_at: dict[str, int] = {}
+        """The commit number (of this process) that last wrote each segment."""
 
     @classmethod
     def open(
@@ -283,12 +290,16 @@ class TableSkipping:
             partition=partition_values(name),
         )
 
-    def _sketch(self, name: str, size: int) -> SegmentSketch:
+    def _sketch(self, name: str, size: int, keep: bool = False) -> SegmentSketch:
         """The complete sketch of segment ``name`` at ``size`` (read from its rows unless this
-        process saw them all)."""
+        process saw them all; ``keep``: a copy, the segment's own goes on seeing its rows)."""
         assert self.store_config is not None
         if name in self._complete:
             self._settle()
+            if keep:
+                copy = SegmentSketch(self.store_config, self.schema)
+                copy.merge(self._sketches[name])
+                return copy
             self._complete.discard(name)
             return self._sketches.pop(name)
         self._sketches.pop(name, None)
@@ -330,27 +341,39 @@ class TableSkipping:
         if store is None:
             return self.value()
         held = store.segments
+        self._num_commits += 1
         grown: list[str] = []
         sealed: list[tuple[str, int]] = []
+        quiet: list[tuple[str, int]] = []
         for partition, segments in record.partitions.items():
-            before = [s.name for s in published.partitions.get(partition, ())]
+            before = {s.name: s.size for s in published.partitions.get(partition, ())}
+            newest = list(before)[-1] if before else None
             for index, segment in enumerate(segments):
                 name = f"{partition}/{segment.name}"
+                if before.get(segment.name) != segment.size:
+                    self._written_at[name] = self._num_commits
                 if name in held:
                     if held[name] == segment.size:
                         continue
                     grown.append(name)  # appended to: its entry no longer covers it
-                if index == len(segments) - 1:
-                    continue  # its partition's newest: more rows may come
-                if segment.name not in before or before[-1] == segment.name:
-                    # it was its partition's newest (or is new) and is followed now: sealed
-                    sealed.append((name, segment.size))
-        if not grown and not sealed and published.skipping is not None:
+                if index < len(segments) - 1:
+                    if segment.name not in before or newest == segment.name:
+                        # it was its partition's newest (or is new) and is followed now
+                        sealed.append((name, segment.size))
+                elif (
+                    name in self._complete and self._written_at.get(name, 0) < self._num_commits - 1
+                ):
+                    quiet.append((name, segment.size))  # its partition's newest, quiet
+        if not grown and not sealed and not quiet and published.skipping is not None:
             return dict(published.skipping)  # unchanged: no copy of the store's state
         if grown:
             store.remove(grown)
-        if sealed:
-            store.add_sealed([self.entry(n, size, self._sketch(n, size)) for n, size in sealed])
+        entries = [self.entry(n, size, self._sketch(n, size)) for n, size in sealed]
+        entries += [self.entry(n, size, self._sketch(n, size, keep=True)) for n, size in quiet]
+        if entries:
+            store.add_sealed(entries)
+        for name, _ in sealed:
+            self._written_at.pop(name, None)
         return self.value()
 
     def compacted(

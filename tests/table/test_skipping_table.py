@@ -406,3 +406,55 @@ def test_a_segment_whose_pm_is_unreadable_is_read_by_the_footer_txn_names(tmp_pa
     snapshot = streamwrite.read_snapshot(path)
     for filters in ([("symbol", "==", "AAPL")], [("price", ">", 3.0)], [("order_id", "<", 0)]):
         _check(snapshot, filters)
+
+
+def test_a_partition_the_rows_moved_past_gets_its_entry(tmp_path: Path) -> None:
+    """A time partition's newest segment that two commits in a row did not write is indexed
+    (time-ordered appends never seal it by rollover); if it grows after all, its entry goes."""
+    path = tmp_path / "t"
+
+    async def go() -> None:
+        table = await open_table(
+            path,
+            SCHEMA,
+            timestamp="ts",
+            partition_by="day",
+            commit_interval=None,
+            compaction_interval=None,
+            row_group_size=25,
+            skipping=SKIPPING,
+        )
+        day = 200 * 24 // 30  # rows per day in _rows
+        for k in range(4):  # one day per commit: each commit writes one new partition
+            await table.append(_rows(k * day, day))
+            await table.flush()
+        record = table.record
+        held = _held(record)
+        partitions = list(record.partitions)
+        assert len(partitions) == 4
+        for partition in partitions[:2]:  # quiet for two commits: indexed at their size
+            (segment,) = record.partitions[partition]
+            assert held[f"{partition}/{segment.name}"] == segment.size
+        for partition in partitions[2:]:  # written by this commit or the one before
+            assert not any(name.startswith(partition) for name in held)
+        await table.append(_rows(10, 5))  # late rows grow the first day's segment
+        await table.flush()
+        first = partitions[0]
+        (segment,) = table.record.partitions[first]
+        assert _held(table.record).get(f"{first}/{segment.name}") is None
+        for _ in range(2):  # quiet again: indexed again, sketch still whole
+            await table.append(_rows(4 * day + 10 * _, 10))
+            await table.flush()
+        (segment,) = table.record.partitions[first]
+        assert _held(table.record)[f"{first}/{segment.name}"] == segment.size
+        await table.close()
+
+    _run(go)
+    snapshot = streamwrite.read_snapshot(path)
+    for filters in (
+        [("symbol", "==", SYMBOLS[0])],
+        [("order_id", "in", [70, 7919 * 12 % 100_003])],
+    ):
+        _check(snapshot, filters)
+    plan = snapshot.plan([("order_id", "==", 7919 * 3 % 100_003)])
+    assert "store" in plan.explain()
