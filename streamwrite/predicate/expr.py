@@ -32,6 +32,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeAlias
 
+import numpy as np
+import pyarrow as pa
+
 __all__ = [
     "COMPARE_OPS",
     "And",
@@ -144,6 +147,11 @@ def columns(expr: Expr) -> frozenset[str]:
 
 
 def _literal(value: object) -> str:
+    if isinstance(value, pa.TimestampScalar) and value.is_valid:
+        # as_py() of a nanosecond value needs pandas: format the integer through numpy
+        unit = value.type.unit
+        text = str(np.datetime64(value.value, unit))
+        return f"TIMESTAMP '{text}{'' if value.type.tz is None else ' ' + value.type.tz}'"
     as_py = getattr(value, "as_py", None)
     if callable(as_py) and type(value).__module__.startswith("pyarrow"):
         try:

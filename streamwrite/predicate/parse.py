@@ -294,7 +294,11 @@ def _value_set(values: tuple[object, ...]) -> pa.Array:
     types = {s.type for s in scalars if not pa.types.is_null(s.type)}
     target = types.pop() if len(types) == 1 else None
     try:
-        array = pa.array([s.as_py() for s in scalars], type=target)
+        if target is not None and all(s.type == target or not s.is_valid for s in scalars):
+            # from the scalars themselves: as_py() of a nanosecond timestamp needs pandas
+            array = pa.array([s if s.type == target else None for s in scalars], type=target)
+        else:
+            array = pa.array([s.as_py() for s in scalars], type=target)
     except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise ConfigError(
             f"The IN values {values!r} do not make one Arrow array ({exc}); bind the filter "

@@ -55,6 +55,14 @@ def _chunk_num_pages(pf: ParquetFile, i: int, spec: ColumnSpec, pages: ChunkPage
     return 1
 
 
+def _listed_num_pages(pf: ParquetFile, i: int, spec: ColumnSpec) -> int | None:
+    """The data pages the chunk's ``encoding_stats`` count (None: not listed)."""
+    stats = pf._column_metadata(i, spec.index).encoding_stats
+    if not stats:
+        return None
+    return sum(s.count or 0 for s in stats if s.page_type in _DATA_PAGES)
+
+
 def _take(stats: ColumnStats, keep: npt.NDArray[np.intp]) -> ColumnStats:
     """``stats`` of the containers ``keep`` only."""
     indices = pa.array(keep, pa.int64())
@@ -171,6 +179,10 @@ class _Planner:
         if self.expr is None:
             return everything, offset_indexes
         pages: dict[str, tuple[npt.NDArray[np.int64], ColumnStats]] = {}
+        if all(_listed_num_pages(self.pf, i, spec) == 1 for spec in self.filter_specs):
+            # One page per filter column: its page index says what the footer statistics
+            # said already (the row group is kept), so it is not worth reading.
+            return self._embedded_ranges(i, everything, num_rows), offset_indexes
         for spec in self.filter_specs:
             where = f"Column {spec.name!r} of row group {i}"
             chunk = self.pf._chunk(i, spec.index)
@@ -201,6 +213,11 @@ class _Planner:
                 first = np.zeros(1, np.int64)
                 pages[name] = (first, _constant_stats(value, np.array([num_rows], np.int64)))
             ranges = prune_fragments(self.expr, pages, num_rows)
+        return self._embedded_ranges(i, ranges, num_rows), offset_indexes
+
+    def _embedded_ranges(self, i: int, ranges: RowRanges, num_rows: int) -> RowRanges:
+        """``ranges`` of row group ``i`` narrowed by the embedded time index."""
+        assert self.expr is not None
         if self.embedded is not None:
             for spec in self.filter_specs:
                 fragments = self.embedded.fragments(spec.name, i)
@@ -208,7 +225,7 @@ class _Planner:
                     ranges = ranges.intersect(
                         prune_fragments(self.expr, {spec.name: fragments}, num_rows)
                     )
-        return ranges, offset_indexes
+        return ranges
 
     def row_group_plan(self, k: int) -> RowGroupPlan:
         pf, i = self.pf, int(self.rgs[k])
