@@ -47,7 +47,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from streamwrite.errors import ConfigError, CorruptFileError
-from streamwrite.skipping.murmur3 import hash_bytes, hash_longs
+from streamwrite.skipping.murmur3 import ByteWords, hash_longs
 
 __all__ = ["JAVA_PREFIX", "SparkBloomFilter", "bit_positions_bytes", "bit_positions_longs"]
 
@@ -133,8 +133,10 @@ def _scatter_v1(
 ) -> npt.NDArray[np.int64]:
     i = np.arange(1, k + 1, dtype=np.uint32)
     combined = (h1[:, None] + i[None, :] * h2[:, None]).view(np.int32)  # int32 wrap
-    combined = np.where(combined < 0, ~combined, combined)
-    return combined.astype(np.int64) % bit_size
+    combined = np.where(combined < 0, ~combined, combined).view(np.uint32)  # now >= 0
+    if bit_size > 2**31:  # every int32 index is below it
+        return combined.astype(np.int64)
+    return (combined % np.uint32(bit_size)).astype(np.int64)
 
 
 def _scatter_v2(
@@ -174,8 +176,9 @@ def bit_positions_bytes(
     Returns:
         int64 positions in ``[0, bit_size)``.
     """
-    h1 = hash_bytes(offsets, data, seed if version == 2 else 0)
-    h2 = hash_bytes(offsets, data, h1)
+    words = ByteWords(offsets, data)  # gathered once for both hashes
+    h1 = words.hash(seed if version == 2 else 0)
+    h2 = words.hash(h1)
     return (_scatter_v2 if version == 2 else _scatter_v1)(h1, h2, k, bit_size)
 
 
@@ -278,9 +281,17 @@ class SparkBloomFilter:
     def set_positions(self, positions: npt.NDArray[np.int64]) -> None:
         """Set the bits at ``positions`` (any shape)."""
         flat = positions.ravel()
-        np.bitwise_or.at(
-            self.words, flat >> 6, np.left_shift(np.uint64(1), (flat & 63).astype(np.uint64))
-        )
+        if len(flat) * 32 < self.bit_size:  # few: ufunc.at
+            np.bitwise_or.at(
+                self.words, flat >> 6, np.left_shift(np.uint64(1), (flat & 63).astype(np.uint64))
+            )
+            return
+        # many: a bit per flag, packed LSB first into little-endian words (bit i of word w is
+        # flag 64 * w + i), then OR-ed in
+        flags = np.zeros(self.bit_size, dtype=np.bool_)
+        flags[flat] = True
+        packed = np.packbits(flags, bitorder="little").view("<u8")
+        self.words |= packed.astype(np.uint64, copy=False)
 
     def test_positions(self, positions: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
         """Returns: per row of ``(N, k)`` positions, whether all its bits are set."""

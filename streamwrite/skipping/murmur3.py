@@ -16,9 +16,10 @@ Spark's variant differs from reference Murmur3 in its byte hashing, which Spark'
                           fmix(h, len)
 
 All arithmetic is on uint32 and wraps (numpy arrays wrap silently). Byte strings arrive as an
-Arrow-style ``(offsets, data)`` pair; the kernel visits word position ``j`` for only the values
-that have a ``j``-th word (values sorted by word count, longest first, so the active ones are a
-prefix), so its work is the total number of words, not ``num_values * max_words``.
+Arrow-style ``(offsets, data)`` pair; :class:`ByteWords` groups the values by byte length and
+gathers each group's bytes once into a ``(values, words)`` matrix (one fancy index per group), so
+the hash is one vectorised round per word column of each group, and a bloom filter's two hashes
+(``h1``, then ``h2`` seeded with it) share the gather. Its work is the total number of words.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["hash_bytes", "hash_longs"]
+__all__ = ["ByteWords", "hash_bytes", "hash_longs"]
 
 _C1 = np.uint32(0xCC9E2D51)
 _C2 = np.uint32(0x1B873593)
@@ -83,6 +84,48 @@ def hash_longs(values: npt.NDArray[np.int64], seed: int | npt.NDArray[np.int32])
     return _fmix(h, np.uint32(8) + np.zeros_like(h))
 
 
+class ByteWords:
+    """Byte strings cut into the words the hash reads, once for any number of seeds: per
+    distinct byte length, the values of that length as a ``(count, words)`` uint32 matrix of
+    little-endian words and a ``(count, tail)`` matrix of sign-extended tail bytes."""
+
+    def __init__(self, offsets: npt.NDArray[np.int64], data: npt.NDArray[np.uint8]) -> None:
+        offsets = np.asarray(offsets, dtype=np.int64)
+        starts = offsets[:-1]
+        self.lengths = offsets[1:] - starts
+        self.num_values = len(self.lengths)
+        self.groups: list[tuple[npt.NDArray[np.intp], U32, U32]] = []
+        if not self.num_values:
+            return
+        data = np.asarray(data, dtype=np.uint8)
+        order = np.argsort(self.lengths, kind="stable")
+        sorted_lengths = self.lengths[order]
+        cuts = np.flatnonzero(np.diff(sorted_lengths)) + 1
+        for members in np.split(order, cuts):
+            length = int(self.lengths[members[0]])
+            if length:  # one gather of every byte of this group's values
+                block = data[starts[members][:, None] + np.arange(length)]
+            else:
+                block = np.zeros((len(members), 0), dtype=np.uint8)
+            num_words = length >> 2
+            words = np.ascontiguousarray(block[:, : num_words * 4]).view("<u4")
+            tail = block[:, num_words * 4 :].view(np.int8).astype(np.int32).view(np.uint32)
+            self.groups.append((members, words.astype(np.uint32, copy=False), tail))
+
+    def hash(self, seed: int | npt.NDArray[np.int32] | U32) -> U32:
+        """Returns: ``hashUnsafeBytes`` of each value with ``seed`` (one, or one per value)."""
+        seeds = _as_seed(seed, self.num_values)
+        h = np.empty(self.num_values, dtype=np.uint32)
+        for members, words, tail in self.groups:
+            hs = seeds[members]
+            for j in range(words.shape[1]):
+                hs = _mix_h1(hs, _mix_k1(words[:, j]))
+            for j in range(tail.shape[1]):
+                hs = _mix_h1(hs, _mix_k1(tail[:, j]))
+            h[members] = hs
+        return _fmix(h, self.lengths.astype(np.uint32))
+
+
 def hash_bytes(
     offsets: npt.NDArray[np.int64],
     data: npt.NDArray[np.uint8],
@@ -98,41 +141,4 @@ def hash_bytes(
     Returns:
         The hashes as uint32.
     """
-    offsets = np.asarray(offsets, dtype=np.int64)
-    n = len(offsets) - 1
-    starts = offsets[:-1]
-    lengths = offsets[1:] - starts
-    h = _as_seed(seed, n)
-    if n == 0:
-        return h
-    num_words = lengths >> 2
-    order = np.argsort(-num_words, kind="stable")
-    sorted_words = num_words[order]
-    sorted_starts = starts[order]
-    hs = h[order]
-    # Pad so the 4-byte gathers below never read past the end.
-    padded = np.zeros(len(data) + 4, dtype=np.uint32)
-    padded[: len(data)] = data
-    max_words = int(sorted_words[0]) if n else 0
-    # active[j] = number of values with more than j words (a prefix of the sorted order).
-    active = n - np.searchsorted(sorted_words[::-1], np.arange(max_words), side="right")
-    for j in range(max_words):
-        count = int(active[j])
-        pos = sorted_starts[:count] + 4 * j
-        word = (
-            padded[pos]
-            | (padded[pos + 1] << np.uint32(8))
-            | (padded[pos + 2] << np.uint32(16))
-            | (padded[pos + 3] << np.uint32(24))
-        )
-        hs[:count] = _mix_h1(hs[:count], _mix_k1(word))
-    h[order] = hs
-    tails = lengths & 3
-    aligned_ends = starts + (num_words << 2)
-    for t in range(3):
-        (idx,) = np.nonzero(tails > t)
-        if len(idx) == 0:
-            break
-        byte = data[aligned_ends[idx] + t].astype(np.int8).astype(np.int32).view(np.uint32)
-        h[idx] = _mix_h1(h[idx], _mix_k1(byte))
-    return _fmix(h, lengths.astype(np.uint32))
+    return ByteWords(offsets, data).hash(seed)
