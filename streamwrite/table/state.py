@@ -360,9 +360,17 @@ def snapshot_of(
     return TableSnapshot(path, record.version, SegmentFiles(files), pin, checksums, schema, record)
 
 
-def read_snapshot(path: Path) -> TableSnapshot:
-    """The newest committed snapshot of the table at ``path`` (from its ``_txn``; no pin)."""
-    return snapshot_of(path, read_txn(path))
+def read_snapshot(path: str | os.PathLike[str]) -> TableSnapshot:
+    """The newest committed snapshot of the table at ``path`` (from its ``_txn``; no pin).
+
+    Returns:
+        The snapshot (read it with :meth:`TableSnapshot.read`, plan it with ``plan``).
+
+    Raises:
+        CorruptFileError: the table has no readable ``_txn``.
+    """
+    directory = Path(path)
+    return snapshot_of(directory, read_txn(directory))
 
 
 @dataclass

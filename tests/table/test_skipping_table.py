@@ -458,3 +458,14 @@ def test_a_partition_the_rows_moved_past_gets_its_entry(tmp_path: Path) -> None:
         _check(snapshot, filters)
     plan = snapshot.plan([("order_id", "==", 7919 * 3 % 100_003)])
     assert "store" in plan.explain()
+
+
+def test_read_snapshot_takes_a_string_path(tmp_path: Path) -> None:
+    """As every public entry point: a ``str`` path, not only a ``Path``."""
+
+    async def go() -> None:
+        await (await _build(tmp_path / "t", 1)).close()
+
+    _run(go)
+    snapshot = streamwrite.read_snapshot(str(tmp_path / "t"))
+    assert snapshot.read(filters=[("order_id", "==", 7919)]).num_rows == 1
