@@ -9,6 +9,7 @@ is tried again. A file that reads the same twice and decodes to nothing is damag
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from streamwrite.errors import CorruptFileError
@@ -19,8 +20,16 @@ __all__ = ["read_txn"]
 READ_ATTEMPTS = 5
 
 
-def read_txn(directory: Path) -> TxnRecord:
-    """The newest committed record of the table in ``directory``.
+@functools.lru_cache(maxsize=8)
+def _decode_shared(data: bytes) -> TxnRecord:
+    """:func:`decode_txn` of ``data``, remembered: readers that query one table version many
+    times decode (and check) its record once. The record is shared: read it, never change it."""
+    return decode_txn(data)
+
+
+def read_txn(directory: Path, *, shared: bool = False) -> TxnRecord:
+    """The newest committed record of the table in ``directory`` (``shared``: a record
+    decoded from the same bytes before may be returned, for readers that do not change it).
 
     Returns:
         The record (format 2, 3 or 4).
@@ -30,14 +39,15 @@ def read_txn(directory: Path) -> TxnRecord:
         CorruptFileError: ``_txn`` is damaged (the same bytes twice, neither decoding).
         OSError: ``_txn`` cannot be read.
     """
+    decode = _decode_shared if shared else decode_txn
     path = directory / TXN_FILE
     data = path.read_bytes()
     for _ in range(READ_ATTEMPTS - 1):
         try:
-            return decode_txn(data)
+            return decode(data)
         except CorruptFileError:
             again = path.read_bytes()
             if again == data:
                 raise
             data = again
-    return decode_txn(data)
+    return decode(data)

@@ -34,20 +34,15 @@ def partition_containers(
         return None
     ts_type = schema.field(timestamp).type
     code = PARTITION_BY[partition_by]
-    starts = np.zeros(len(names), dtype=np.int64)
-    ends = np.zeros(len(names), dtype=np.int64)
-    known = np.ones(len(names), dtype=bool)
-    for i, name in enumerate(names):
-        try:
-            start = np.array([name.partition("=")[2] or "NaT"], dtype=f"datetime64[{code}]")[0]
-        except ValueError:
-            start = np.array(["NaT"], dtype=f"datetime64[{code}]")[0]
-        if np.isnat(start):  # not a name of this table's partitioning: nothing known
-            known[i] = False
-            continue
-        starts[i] = start.astype(f"datetime64[{ts_type.unit}]").astype(np.int64)
-        ends[i] = (start + 1).astype(f"datetime64[{ts_type.unit}]").astype(np.int64) - 1
-    mask = ~known
+    values = [name.partition("=")[2] or "NaT" for name in names]
+    try:  # every name at once; one that does not parse: each alone
+        periods = np.array(values, dtype=f"datetime64[{code}]")
+    except ValueError:
+        periods = np.array([_period(value, code) for value in values], f"datetime64[{code}]")
+    mask = np.isnat(periods)  # not a name of this table's partitioning: nothing known
+    unit = f"datetime64[{ts_type.unit}]"
+    starts = np.where(mask, 0, periods.astype(unit).astype(np.int64))
+    ends = np.where(mask, 0, (periods + 1).astype(unit).astype(np.int64) - 1)
     stats = ColumnStats(
         num_values=None,
         null_count=pa.array(np.zeros(len(names), dtype=np.int64), mask=mask),
@@ -60,6 +55,13 @@ def partition_containers(
         might_contain=None,
     )
     return Containers(len(names), {timestamp: stats})
+
+
+def _period(value: str, code: str) -> np.datetime64:
+    try:
+        return np.datetime64(value, code)
+    except ValueError:
+        return np.datetime64("NaT", code)
 
 
 def all_null(num_rows: int, columns: Mapping[str, pa.DataType]) -> Containers:

@@ -151,7 +151,7 @@ def _view(
     """What a scan needs of a snapshot (its record read from ``_txn`` when unknown: only
     the partitioning and the skipping store's entries, each checked against the committed
     sizes of ``files``, are taken from it)."""
-    record = record or read_txn(path)
+    record = record or read_txn(path, shared=True)
     schema = schema or decode_arrow_schema(record.schema)
     return SnapshotView(path, version, files, record, schema)
 
@@ -370,7 +370,7 @@ def read_snapshot(path: str | os.PathLike[str]) -> TableSnapshot:
         CorruptFileError: the table has no readable ``_txn``.
     """
     directory = Path(path)
-    return snapshot_of(directory, read_txn(directory))
+    return snapshot_of(directory, read_txn(directory, shared=True))
 
 
 @dataclass
