@@ -15,7 +15,7 @@ not decrypt raises (CorruptFileError / EncryptionError naming the chunk and the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -125,19 +125,31 @@ def read_column_index(
     if chunk.column_index_offset is None:
         return None
     offset = chunk.column_index_offset
-    data = _index_bytes(
-        pf,
-        offset,
-        chunk.column_index_length,
-        pf._chunk_decryptor(i, column),
-        ModuleType.COLUMN_INDEX,
-        where,
+    index = _decode_index(
+        pf, i, column, offset, chunk.column_index_length, ModuleType.COLUMN_INDEX, where
     )
-    try:
-        index, _ = deserialize(t.ColumnIndex, data)
-    except (FormatError, LimitError) as exc:
-        raise CorruptFileError(f"{where}: the ColumnIndex does not decode: {exc}", offset) from exc
+    assert isinstance(index, t.ColumnIndex)
     return index, offset
+
+
+def _decode_index(
+    pf: IndexSource,
+    i: int,
+    column: int,
+    offset: int,
+    size: int | None,
+    module: ModuleType,
+    where: str,
+) -> t.ColumnIndex | t.OffsetIndex:
+    """The ColumnIndex or OffsetIndex (``module``) of a chunk at ``offset``, decrypted."""
+    data = _index_bytes(pf, offset, size, pf._chunk_decryptor(i, column), module, where)
+    name = "ColumnIndex" if module is ModuleType.COLUMN_INDEX else "OffsetIndex"
+    struct = t.ColumnIndex if module is ModuleType.COLUMN_INDEX else t.OffsetIndex
+    try:
+        index, _ = deserialize(struct, data)
+    except (FormatError, LimitError) as exc:
+        raise CorruptFileError(f"{where}: the {name} does not decode: {exc}", offset) from exc
+    return cast("t.ColumnIndex | t.OffsetIndex", index)
 
 
 def read_offset_index(
@@ -162,18 +174,10 @@ def read_offset_index(
     if chunk.offset_index_offset is None:
         return None
     offset = chunk.offset_index_offset
-    data = _index_bytes(
-        pf,
-        offset,
-        chunk.offset_index_length,
-        pf._chunk_decryptor(i, column),
-        ModuleType.OFFSET_INDEX,
-        where,
+    index = _decode_index(
+        pf, i, column, offset, chunk.offset_index_length, ModuleType.OFFSET_INDEX, where
     )
-    try:
-        index, _ = deserialize(t.OffsetIndex, data)
-    except (FormatError, LimitError) as exc:
-        raise CorruptFileError(f"{where}: the OffsetIndex does not decode: {exc}", offset) from exc
+    assert isinstance(index, t.OffsetIndex)
     locations = index.page_locations or []
     fields = [(loc.first_row_index, loc.offset, loc.compressed_page_size) for loc in locations]
     complete = all(None not in field for field in fields)

@@ -57,11 +57,13 @@ def partition_containers(
     return Containers(len(names), {timestamp: stats})
 
 
-def _period(value: str, code: str) -> np.datetime64:
+def _period(value: str, code: str) -> str:
+    """``value`` if numpy reads it as a ``datetime64[code]``, else ``"NaT"``."""
     try:
-        return np.datetime64(value, code)
+        np.array([value], dtype=f"datetime64[{code}]")
     except ValueError:
-        return np.datetime64("NaT", code)
+        return "NaT"
+    return value
 
 
 def all_null(num_rows: int, columns: Mapping[str, pa.DataType]) -> Containers:
