@@ -84,8 +84,12 @@ def _decode_selected(
     )
 
 
-def read_planned_row_group(pf: ParquetFile, plan: ReadPlan, rg: RowGroupPlan) -> pa.Table:
-    """The rows of row group ``rg`` the plan reads, filtered, with the plan's columns.
+def read_planned_row_group(
+    pf: ParquetFile, plan: ReadPlan, rg: RowGroupPlan, apply_filter: bool = True
+) -> pa.Table:
+    """The rows of row group ``rg`` the plan reads, filtered, with the plan's columns
+    (without ``apply_filter``: the rows of its kept ranges with every column read, the
+    filter's too, for a caller that filters many row groups at once).
 
     Raises:
         CorruptFileError, EncryptionError, LimitError...: as ``ParquetFile.read_row_group``.
@@ -93,7 +97,7 @@ def read_planned_row_group(pf: ParquetFile, plan: ReadPlan, rg: RowGroupPlan) ->
     specs = pf._columns(plan.read_columns)
     schema = pa.schema([spec.field for spec in specs])
     if rg.skipped_by is not None:
-        return schema.empty_table().select(list(plan.columns))
+        return schema.empty_table().select(list(plan.columns if apply_filter else schema.names))
     i = rg.index
     partial = rg.num_rows_read < rg.num_rows
     starts, stops = rg._ranges.starts, rg._ranges.stops
@@ -119,16 +123,21 @@ def read_planned_row_group(pf: ParquetFile, plan: ReadPlan, rg: RowGroupPlan) ->
     table = pa.Table.from_arrays(arrays, schema=schema)
     for name, value in plan._constants.items():
         table = table.append_column(name, pa.repeat(value, table.num_rows))
+    if not apply_filter:
+        return table
     if plan._expr is not None:
         table = table.filter(to_arrow(plan._expr))
     return table.select(list(plan.columns))
 
 
-def filtered_tables(pf: ParquetFile, plan: ReadPlan) -> Iterator[pa.Table]:
-    """The filtered rows of each row group the plan reads, one table each, in plan order."""
+def filtered_tables(
+    pf: ParquetFile, plan: ReadPlan, apply_filter: bool = True
+) -> Iterator[pa.Table]:
+    """The filtered rows of each row group the plan reads, one table each, in plan order
+    (``apply_filter``: see :func:`read_planned_row_group`)."""
     for rg in plan.row_groups:
         if rg.skipped_by is None:
-            yield read_planned_row_group(pf, plan, rg)
+            yield read_planned_row_group(pf, plan, rg, apply_filter)
 
 
 def batches(tables: Iterable[pa.Table], batch_size: int) -> Iterator[pa.RecordBatch]:

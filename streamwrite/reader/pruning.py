@@ -55,12 +55,19 @@ def _chunk_num_pages(pf: ParquetFile, i: int, spec: ColumnSpec, pages: ChunkPage
     return 1
 
 
-def _listed_num_pages(pf: ParquetFile, i: int, spec: ColumnSpec) -> int | None:
-    """The data pages the chunk's ``encoding_stats`` count (None: not listed)."""
-    stats = pf._column_metadata(i, spec.index).encoding_stats
-    if not stats:
-        return None
-    return sum(s.count or 0 for s in stats if s.page_type in _DATA_PAGES)
+def _one_page_with_full_statistics(pf: ParquetFile, i: int, spec: ColumnSpec) -> bool:
+    """The chunk's ``encoding_stats`` list one data page, and its statistics have a min, a
+    max and a null count (what a one-page ColumnIndex could add)."""
+    meta = pf._column_metadata(i, spec.index)
+    stats, pages = meta.statistics, meta.encoding_stats
+    if not pages or sum(p.count or 0 for p in pages if p.page_type in _DATA_PAGES) != 1:
+        return False
+    return (
+        stats is not None
+        and stats.null_count is not None
+        and stats.min_value is not None
+        and stats.max_value is not None
+    )
 
 
 def _take(stats: ColumnStats, keep: npt.NDArray[np.intp]) -> ColumnStats:
@@ -179,9 +186,9 @@ class _Planner:
         if self.expr is None:
             return everything, offset_indexes
         pages: dict[str, tuple[npt.NDArray[np.int64], ColumnStats]] = {}
-        if all(_listed_num_pages(self.pf, i, spec) == 1 for spec in self.filter_specs):
-            # One page per filter column: its page index says what the footer statistics
-            # said already (the row group is kept), so it is not worth reading.
+        if all(_one_page_with_full_statistics(self.pf, i, spec) for spec in self.filter_specs):
+            # One page per filter column and footer statistics with bounds and a null count:
+            # its page index says no more than they did (the row group is kept).
             return self._embedded_ranges(i, everything, num_rows), offset_indexes
         for spec in self.filter_specs:
             where = f"Column {spec.name!r} of row group {i}"

@@ -50,6 +50,8 @@ from streamwrite.predicate import (
     columns as expr_columns,
 )
 from streamwrite.reader.file import ParquetFile
+from streamwrite.reader.pruned_read import filtered_tables
+from streamwrite.reader.pruning import plan_read
 from streamwrite.skipping.config import SkippingConfig
 from streamwrite.skipping.store import SkippingStore
 from streamwrite.table.levels import all_null, partition_containers
@@ -168,16 +170,19 @@ class _Scan:
         plan = pf.plan(self.expr, columns)
         return ("footer" if plan.num_row_groups_read == 0 else None), plan
 
-    def rows(self, pf: ParquetFile, target: pa.Schema) -> pa.Table:
-        """The rows of an open segment that match, as ``target`` (the table's columns)."""
-        wanted = list(dict.fromkeys([*target.names, *self.filter_columns]))
-        present = [c for c in wanted if c in pf.schema_arrow.names]
+    def rows(self, pf: ParquetFile, full: pa.Schema) -> pa.Table:
+        """The rows of an open segment that may match (the pages and row groups its
+        statistics and indexes keep), unfiltered, as ``full``: the columns read and then
+        the filter's (the caller filters every segment's rows at once: one Arrow filter
+        call per read, not per segment)."""
+        present = [c for c in full.names if c in pf.schema_arrow.names]
         if self.missing(pf):  # filter on a column this segment lacks: nulls there
-            full = pa.schema([self.schema.field(c) for c in wanted])
-            table = widen_table(pf.read(present), full).filter(to_arrow(self.expr))
-            return table.select(target.names)
-        table = pf.read([c for c in target.names if c in present], filters=self.expr)
-        return widen_table(table, target)
+            return widen_table(pf.read(present), full)
+        plan = plan_read(pf, self.expr, present)
+        tables = list(filtered_tables(pf, plan, apply_filter=False))
+        if not tables:
+            return full.empty_table()
+        return widen_table(pa.concat_tables(tables).select(present), full)
 
 
 def plan_snapshot(
@@ -237,6 +242,12 @@ def read_filtered(
         CorruptFileError: a segment is missing or damaged.
     """
     scan = _Scan(view, filters, decryption)
+    full = pa.schema(
+        [
+            *target,
+            *(scan.schema.field(c) for c in scan.filter_columns if c not in target.names),
+        ]
+    )
     tables: list[pa.Table] = []
     for name, size, skipped in scan.decisions:
         if skipped is not None:
@@ -247,10 +258,9 @@ def read_filtered(
                 "missing: committed data is gone.",
                 0,
             )
-        with scan.open(name, size) as pf:
-            table = scan.rows(pf, target)
         try:
-            tables.append(widen_table(table, target))
+            with scan.open(name, size) as pf:
+                tables.append(scan.rows(pf, full))
         except SchemaError as exc:
             raise CorruptFileError(
                 f"The segment {name!r} of the table {str(view.path)!r} does not fit the "
@@ -259,7 +269,7 @@ def read_filtered(
             ) from exc
     if not tables:
         return target.empty_table()
-    return pa.concat_tables(tables)
+    return pa.concat_tables(tables).filter(to_arrow(scan.expr)).select(target.names)
 
 
 def snapshot_files(
