@@ -43,7 +43,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from streamwrite.crypto.encryption import FileEncryption
-from streamwrite.errors import ConfigError, StreamwriteIOError
+from streamwrite.errors import ConfigError, StateError, StreamwriteIOError
 from streamwrite.io.local import fsync_directory
 from streamwrite.predicate import ColumnStats, Containers, Expr, columns, prune
 from streamwrite.skipping.config import IndexSpec, SkippingConfig
@@ -99,13 +99,16 @@ class SkippingStore:
         config: SkippingConfig,
         state: Mapping[str, Any],
         encryption: FileEncryption | None,
+        read_only: bool = False,
     ) -> None:
         self.table_path = table_path
         self.directory = store_directory(table_path)
         self.config = config
         self._encryption = encryption
-        self._state: dict[str, Any] = _copy(state)
-        self._previous: dict[str, Any] = _copy(state)
+        self._read_only = read_only
+        # a reader's store shares the published state (never changed); a writer's copies it
+        self._state: dict[str, Any] = dict(state) if read_only else _copy(state)
+        self._previous: dict[str, Any] = self._state if read_only else _copy(state)
         self._slices: dict[str, SliceFile] = {}
         self._minmax_cache: tuple[tuple[str, int, int], pa.Table] | None = None
         self.last_lookup_size = 0
@@ -119,6 +122,8 @@ class SkippingStore:
         config: SkippingConfig | Mapping[str, Any],
         state: Mapping[str, Any] | None = None,
         encryption: FileEncryption | None = None,
+        *,
+        read_only: bool = False,
     ) -> SkippingStore:
         """Open a table's store at its published ``state`` (None: an empty store).
 
@@ -131,6 +136,8 @@ class SkippingStore:
             state: The store state from the table's ``_txn``, or None.
             encryption: The table's encryption (the store encrypts its files alike: index
                 columns with their column's key, ``obj_name`` with the footer key).
+            read_only: For a reader (``prune``, ``containers``, ``show``): the state is used
+                as given, not copied, and maintenance raises StateError.
 
         Returns:
             The store. With a state made under another config, :attr:`needs_rebuild` is True
@@ -144,7 +151,11 @@ class SkippingStore:
             state = _empty_state(parsed, 0)
         elif not isinstance(state, Mapping) or state.get("format") != FORMAT:
             raise ConfigError(f"The skipping store state {state!r} is not of format {FORMAT}.")
-        return cls(Path(table_path), parsed, state, encryption)
+        return cls(Path(table_path), parsed, state, encryption, read_only)
+
+    def _check_writable(self) -> None:
+        if self._read_only:
+            raise StateError("This skipping store was opened read-only (by a reader).")
 
     @property
     def state(self) -> dict[str, Any]:
@@ -207,6 +218,7 @@ class SkippingStore:
             ConfigError: An entry's sketch is of another config.
             StreamwriteIOError: Writing fails; the store's published state stays valid.
         """
+        self._check_writable()
         entries = list(entries)
         self._collect()
         self._previous = _copy(self._state)
@@ -240,6 +252,7 @@ class SkippingStore:
         Returns:
             The new state.
         """
+        self._check_writable()
         self._collect()
         self._previous = _copy(self._state)
         new = _copy(self._state)
@@ -295,6 +308,7 @@ class SkippingStore:
             ConfigError: An entry's sketch is of another config.
             StreamwriteIOError: Writing fails.
         """
+        self._check_writable()
         entries = list(entries)
         self._collect()
         self._previous = _copy(self._state)

@@ -80,7 +80,7 @@ def _store_keep(view: SnapshotView, expr: Expr, candidates: list[tuple[str, int]
         config = SkippingConfig.parse(value["config"], view.schema)
         if not config.store_indexes:
             return set()
-        store = SkippingStore.open(view.path, config, value["store"])
+        store = SkippingStore.open(view.path, config, value["store"], read_only=True)
         held = store.segments
         names = [name for name, size in candidates if held.get(name) == size]
         if not names or store.needs_rebuild:

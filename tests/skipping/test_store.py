@@ -262,3 +262,23 @@ def test_remove_rewrites_a_file_with_live_rows(tmp_path: Path) -> None:
     meta = pq.ParquetFile(directory / new).metadata.metadata
     assert json.loads(meta[ROWS_KEY.encode()]) == [[e.segment, e.committed_size] for e in kept]
     assert {v[2] for v in state["segments"].values()} == {new}
+
+
+def test_a_read_only_store_prunes_alike_and_refuses_maintenance(tmp_path: Path) -> None:
+    """Readers open the published state without copying it; they cannot change the store."""
+    from streamwrite.errors import StateError
+
+    rng = np.random.default_rng(11)
+    tables = [_segment(rng, i) for i in range(20)]
+    store = SkippingStore.open(tmp_path, CONFIG)
+    entries = _entries(tmp_path, tables)
+    state = store.add_sealed(entries)
+    reader = SkippingStore.open(tmp_path, CONFIG, state, read_only=True)
+    names = [e.segment for e in entries]
+    expr = bind(parse_filters([("qty", "==", 612)]), tables[0].schema)
+    assert (reader.prune(expr, names) == store.prune(expr, names)).all()
+    with pytest.raises(StateError):
+        reader.add_sealed(entries[:1])
+    with pytest.raises(StateError):
+        reader.remove(names[:1])
+    assert state == reader.state  # untouched
