@@ -179,7 +179,9 @@ class SkippingStore:
     def _remove_orphans(self) -> None:
         if not self.directory.is_dir():
             return
-        named = set(self._state["files"])
+        # the state before the last call may be the published one still (a table's step
+        # removes and adds in two calls before it publishes): its files stay too
+        named = set(self._state["files"]) | set(self._previous["files"])
         for path in self.directory.iterdir():
             orphan = path.name.startswith("part-") and path.name not in named
             temporary = path.name.startswith(".") and path.name.endswith(".tmp")
@@ -272,8 +274,9 @@ class SkippingStore:
                     entry[2] = rewritten
         new["files"] = [f for f in new["files"] if f not in gone]
         self._state = new
-        for name in [*gone, *replaced]:
-            (self.directory / name).unlink(missing_ok=True)
+        # the files of gone and replaced segments stay until a later maintenance call: the
+        # published state names them until the caller publishes this one (a crash between
+        # must find them); _collect deletes what neither of the two newest states names
         return self.state
 
     def _rewrite_without(self, name: str, live: Mapping[str, Any]) -> str:
@@ -317,7 +320,6 @@ class SkippingStore:
                 raise ConfigError(
                     f"The sketch of segment {e.segment!r} was made under another skipping config."
                 )
-        old_files = list(self._state["files"])
         new = _empty_state(self.config, int(self._state["generation"]) + 1)
         self._state = new  # the lookup directory of the new generation
         try:
@@ -332,8 +334,7 @@ class SkippingStore:
         except BaseException:
             self._state = self._previous
             raise
-        for name in old_files:
-            (self.directory / name).unlink(missing_ok=True)
+        # the old files stay until the next maintenance call (see remove)
         self._slices.clear()
         return self.state
 

@@ -169,12 +169,20 @@ def test_remove_and_rebuild(tmp_path: Path) -> None:
         store.add_sealed([e])
     directory = store_directory(tmp_path)
     assert len([p for p in directory.iterdir() if p.name.startswith("part-")]) == 10
+    published = store.state
     state = store.remove(["seg0", "seg1"])
     assert sorted(state["segments"]) == [f"seg{i}" for i in range(2, 10)]
     assert len(state["files"]) == 8
-    assert sorted(p.name for p in directory.iterdir() if p.name.startswith("part-")) == sorted(
-        state["files"]
-    )
+
+    def on_disk() -> list[str]:
+        return sorted(p.name for p in directory.iterdir() if p.name.startswith("part-"))
+
+    # until the caller publishes the new state, a crash finds the published one: its files stay
+    assert on_disk() == sorted(published["files"])
+    store.add_sealed([])  # the state before the last call may still be the published one
+    assert set(published["files"]) <= set(on_disk())
+    store.add_sealed([])  # two calls on: neither of the two newest states names them
+    assert on_disk() == sorted(state["files"])
     expr = bind(parse_filters([("symbol", "==", "nothing-like-this")]), SCHEMA)
     keep = store.prune(expr, ["seg0", "seg1", "seg2", "seg3"])
     assert keep[:2].all()  # retired: unknown to the store, read
@@ -185,12 +193,13 @@ def test_remove_and_rebuild(tmp_path: Path) -> None:
     state = store.rebuild(entries[2:] + merged)
     by_name.update({e.segment: t for e, t in zip(merged, new_tables, strict=True)})
     assert state["generation"] == 1 and len(state["files"]) == 1
-    assert [p.name for p in directory.iterdir() if p.name.startswith("part-")] == state["files"]
+    assert set(state["files"]) < set(on_disk())  # the replaced files wait for the next call
     for flt in _filters(rng):
         _check(store, by_name, list(by_name), flt)
     store.add_sealed([])
     assert sorted(p.name for p in (directory / "_lookup").iterdir()) == ["g0", "g1"]  # grace
     store.add_sealed([])  # collects what neither this state nor the one before names
+    assert on_disk() == state["files"]
     assert sorted(p.name for p in (directory / "_lookup").iterdir()) == ["g1"]
 
 
@@ -255,7 +264,10 @@ def test_remove_rewrites_a_file_with_live_rows(tmp_path: Path) -> None:
     state = store.remove(["seg1", "seg4"])
     (new,) = state["files"]
     directory = store_directory(tmp_path)
-    assert new != old and not (directory / old).exists()
+    assert new != old and (directory / old).exists()  # the published state still names it
+    store.add_sealed([])
+    store.add_sealed([])  # two calls on, neither of the two newest states names it
+    assert not (directory / old).exists()
     rows = pq.read_table(directory / new)
     kept = [e for e in entries if e.segment not in ("seg1", "seg4")]
     assert rows.column("obj_name").to_pylist() == [f"{e.path}#{e.mtime_ms}" for e in kept]
