@@ -11,7 +11,13 @@ table, column, protocol type and column type)::
 
     integer -> float64/float32, -> int64/32/16/8 and uint* when in range, -> timestamp (the
     column's unit); float -> float64/float32; tag, string -> utf8/large_utf8/dictionary<*, utf8>;
-    bool -> bool; timestamp (t n m) -> any timestamp unit (finer -> coarser rounds toward the past)
+    bool -> bool; timestamp (t n m) -> any timestamp unit (finer -> coarser rounds toward the past);
+    array -> the same nesting of list / large_list over the same element type (float64 for
+    DOUBLE[], int64 for LONG[]), nothing else; no scalar goes into an array column
+
+A new array column's type is its first line's (``list<float64>`` for a 1-d DOUBLE array,
+``list<list<int64>>`` for a 2-d LONG one ...): a later line with another element type or number
+of dimensions is a cast error, as any other kind conflict (``DOUBLE[][]`` to ``DOUBLE[]``).
 
 A field named like ``timestamp_column`` overrides the line's designated timestamp (QuestDB).
 """
@@ -48,6 +54,8 @@ def _default_type(kind: Kind) -> pa.DataType:
 
 
 def _type_name(t: pa.DataType) -> str:
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _type_name(t.value_type) + "[]"
     names = {
         pa.float64(): "DOUBLE",
         pa.float32(): "FLOAT",
@@ -89,21 +97,36 @@ def _rescale(
     return values // (to_ns // from_ns)
 
 
+def _array_fits(values: pa.DataType, target: pa.DataType) -> bool:
+    """Whether array values go into ``target``: the same depth of list / large_list over the
+    same element type."""
+    while pa.types.is_list(values):
+        if not (pa.types.is_list(target) or pa.types.is_large_list(target)):
+            return False
+        values, target = values.value_type, target.value_type
+    return bool(values.equals(target))
+
+
 def _cast_part(
     part: IlpPart, target: pa.DataType, where: str, lines: npt.NDArray[np.int64]
 ) -> pa.Array:
     """Returns the part's values as ``target`` (storage type for dictionaries: utf8)."""
     kind = part.kind
     first_line = int(lines[part.rows].min())
+    values = part.values
+    protocol = _type_name(values.type) if kind is Kind.ARRAY else kind.protocol_name
 
     def refuse(line: int = first_line) -> BadRequestError:
         return BadRequestError(
-            f"{where}; cast error from protocol type: {kind.protocol_name} to column type: "
+            f"{where}; cast error from protocol type: {protocol} to column type: "
             f"{_type_name(target)}",
             line=line,
         )
 
-    values = part.values
+    if kind is Kind.ARRAY or pa.types.is_nested(target):
+        if kind is Kind.ARRAY and _array_fits(values.type, target):
+            return values if values.type.equals(target) else values.cast(target)
+        raise refuse()
     if _is_string(target):
         if kind not in (Kind.TAG, Kind.STRING):
             raise refuse()
@@ -206,12 +229,14 @@ def to_arrow(
 
     def build(name: str, target: pa.DataType) -> pa.Array:
         where = f"table: {table}, column: {name}"
-        col_parts = parts.get(name, [])
+        # In line order: the error names the first line that does not fit.
+        col_parts = sorted(parts.get(name, []), key=lambda p: int(lines[p.rows].min()))
         arrays = [_cast_part(p, target, where, lines) for p in col_parts]
         return _scatter(arrays, [p.rows for p in col_parts], num_rows, target)
 
-    def first_kind(name: str) -> Kind:
-        return min(parts[name], key=lambda p: int(lines[p.rows].min())).kind
+    def first_type(name: str) -> pa.DataType:
+        first = min(parts[name], key=lambda p: int(lines[p.rows].min()))
+        return first.values.type if first.kind is Kind.ARRAY else _default_type(first.kind)
 
     designated_ns = _rescale(stamps_ns, 1, _NS_PER[ts_type.unit])
     designated = pa.array(designated_ns, pa.int64()).cast(ts_type)
@@ -238,7 +263,7 @@ def to_arrow(
     for name in names:
         if name in existing or name == timestamp_column:
             continue
-        target = _default_type(first_kind(name))
+        target = first_type(name)
         columns[name] = build(name, target)
         field = pa.field(name, target, nullable=True)
         fields.append(field)

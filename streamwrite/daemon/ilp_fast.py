@@ -10,8 +10,11 @@ Steps over a run of complete lines (the specials come from :mod:`.ilp_split`):
    names and value classes (compared as one byte matrix, so equal keys are exact, no hashing).
 3. Per group and column: gather the token bytes into one Arrow string array and validate and
    convert it in C (RE2 grammar match, cast); binary doubles are an 8-byte gather viewed as
-   ``<f8``. A row whose value fails goes to the per-line path; groups of fewer than
-   :data:`MIN_GROUP_ROWS` lines go there too (one vectorised group costs ~0.1 ms).
+   ``<f8``; arrays (one element type and ndims per group: both are in the value class code)
+   are a shape gather and one gather of every row's element bytes, viewed as ``<f8``/``<i8``
+   and wrapped in nested list offsets (:func:`.nested_lists`). A row whose value fails goes to
+   the per-line path; groups of fewer than :data:`MIN_GROUP_ROWS` lines go there too (one
+   vectorised group costs ~0.1 ms).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import pyarrow.compute as pc
 from streamwrite.daemon.errors import BadRequestError
 from streamwrite.daemon.ilp_reference import NAME_ESCAPES, unescape_name
 from streamwrite.daemon.ilp_split import (
+    BINARY_ARRAY,
     BINARY_DOUBLE,
     C_COMMA,
     C_CR,
@@ -36,9 +40,13 @@ from streamwrite.daemon.ilp_split import (
     Specials,
 )
 from streamwrite.daemon.ilp_types import (
+    ARRAY_ELEMENT_SIZE,
+    ARRAY_ELEMENTS,
     FALSE_TOKENS,
     FLOAT_PATTERN,
     INT64_MAX,
+    MAX_ARRAY_DIMS,
+    MAX_ARRAY_ELEMENTS,
     MAX_NAME_SIZE,
     SUFFIX_NS,
     TRUE_TOKENS,
@@ -47,6 +55,7 @@ from streamwrite.daemon.ilp_types import (
     Kind,
     check_column_name,
     check_table_name,
+    nested_lists,
 )
 
 __all__ = ["MIN_GROUP_ROWS", "parse_easy_lines"]
@@ -63,8 +72,13 @@ _PAIR_OK[[C_EQUALS * 8 + C_COMMA, C_EQUALS * 8 + C_SPACE, C_SPACE * 8 + C_EQUALS
 _NAME_ESCAPES = np.array(sorted(NAME_ESCAPES), dtype=np.uint8)
 _BOOL_TOKENS = pa.array([t.decode() for t in TRUE_TOKENS + FALSE_TOKENS])
 # Value class codes (skeleton bytes): 0 = a tag value; Kind values for fields; 20 + suffix for
-# the designated timestamp (0 = no suffix); 30 = binary double.
+# the designated timestamp (0 = no suffix); 30 = binary double; 31 = a bad binary value;
+# arrays 64 + 32 * (elem is int64) + ndims - 1.
 _CODE_BINARY = 30
+_CODE_BAD_BINARY = 31
+_CODE_ARRAY = 64
+_CODE_ARRAY_I64 = 32
+_ELEM_I64, _ELEM_F64 = 6, 10
 
 
 def _gather(
@@ -117,7 +131,21 @@ def _value_codes(
     codes[long & (last == ord("n"))] = Kind.TS_N
     codes[last == ord("i")] = Kind.INT
     codes[first == ord('"')] = Kind.STRING
-    codes[first == EQUALS] = _CODE_BINARY
+    binary = np.flatnonzero(first == EQUALS)
+    if len(binary):
+        b_start = starts[binary]
+        kind = buf[b_start + 1]  # the body is padded: a short token reads zeros
+        elem, ndims = buf[b_start + 2], buf[b_start + 3]
+        array = (
+            (kind == BINARY_ARRAY)
+            & ((elem == _ELEM_F64) | (elem == _ELEM_I64))
+            & (ndims >= 1)
+            & (ndims <= MAX_ARRAY_DIMS)
+        )
+        array_codes = _CODE_ARRAY + _CODE_ARRAY_I64 * (elem == _ELEM_I64) + ndims - 1
+        codes[binary] = np.where(
+            kind == BINARY_DOUBLE, _CODE_BINARY, np.where(array, array_codes, _CODE_BAD_BINARY)
+        )
     return codes
 
 
@@ -543,6 +571,10 @@ def _field(
     code: int,
 ) -> tuple[Kind, pa.Array, npt.NDArray[np.bool_]]:
     num_rows = len(starts)
+    if code >= _CODE_ARRAY:
+        return _arrays(buf, starts, ends, code)
+    if code == _CODE_BAD_BINARY:
+        return Kind.FLOAT, pa.nulls(num_rows, pa.float64()), np.zeros(num_rows, dtype=np.bool_)
     if code == _CODE_BINARY:
         valid = ends - starts == 10
         index = (starts + 2)[:, None] + np.arange(8)
@@ -566,3 +598,45 @@ def _field(
         return kind, values, valid
     ints, valid = _integers(buf, starts, ends - 1, negative=True)
     return kind, pa.array(ints), valid & np.ones(num_rows, dtype=np.bool_)
+
+
+def _arrays(
+    buf: npt.NDArray[np.uint8],
+    starts: npt.NDArray[np.int64],
+    ends: npt.NDArray[np.int64],
+    code: int,
+) -> tuple[Kind, pa.Array, npt.NDArray[np.bool_]]:
+    """Array tokens (``=`` 0x0E elem ndims shape data) of one element type and ndims.
+
+    A row is valid when its token holds exactly the elements its shape claims, within the
+    limits of :func:`.ilp_reference._read_array` (which words the errors of the others).
+    """
+    elem = _ELEM_I64 if code - _CODE_ARRAY >= _CODE_ARRAY_I64 else _ELEM_F64
+    ndims = (code - _CODE_ARRAY) % _CODE_ARRAY_I64 + 1
+    head_size = 4 + 4 * ndims
+    lengths = ends - starts
+    last = len(buf) - 1
+    byte_index = starts[:, None] + 4 + np.arange(4 * ndims)[None, :]
+    raw = buf[np.minimum(byte_index, last)].reshape(len(starts), ndims, 4).astype(np.int64)
+    shapes = raw[:, :, 0] | raw[:, :, 1] << 8 | raw[:, :, 2] << 16 | raw[:, :, 3] << 24
+    # Products in float64 first: exact below 2**53, and anything larger is refused.
+    sizes = np.cumprod(shapes.astype(np.float64), axis=1)
+    num_elements_f = sizes[:, -1]
+    num_lists_f = sizes[:, :-1].sum(axis=1)
+    value_size_f = 3.0 + 4 * ndims + ARRAY_ELEMENT_SIZE * num_elements_f
+    valid = (
+        (lengths >= head_size)
+        & (num_elements_f <= MAX_ARRAY_ELEMENTS)
+        & (num_lists_f <= value_size_f)
+        & (lengths == head_size + ARRAY_ELEMENT_SIZE * num_elements_f)
+    )
+    shapes[~valid] = 0
+    num_elements = np.where(valid, num_elements_f, 0).astype(np.int64)
+    # One gather of every element: an 8-byte window at each element's position.
+    before = np.zeros(len(starts), dtype=np.int64)
+    np.cumsum(num_elements[:-1], out=before[1:])
+    index = np.repeat(starts + head_size - ARRAY_ELEMENT_SIZE * before, num_elements)
+    index += ARRAY_ELEMENT_SIZE * np.arange(len(index), dtype=np.int64)
+    windows = np.lib.stride_tricks.sliding_window_view(buf, ARRAY_ELEMENT_SIZE)
+    flat = windows[index].view(ARRAY_ELEMENTS[elem][0]).reshape(-1)
+    return Kind.ARRAY, nested_lists(elem, shapes, flat), valid

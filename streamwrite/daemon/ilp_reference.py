@@ -4,6 +4,10 @@ Line splitting (one left-to-right scan over the body, the same rules in both par
 
     '\\' x           an escape pair: x (any byte) never ends a line nor starts a marker
     '=' '=' 0x10     a protocol-2 binary double: these 3 bytes and the next 8 are payload
+    '=' '=' 0x0E     a protocol-2 array: these 3 bytes and the rest of the value are payload
+                     (:func:`array_extent`: elem, ndims, shape, prod(shape) x 8 bytes; only
+                     the 2 header bytes when elem or ndims is invalid; to the end of the
+                     body when the value claims more bytes than the body has)
     CR LF | LF | CR  one line end (lines are numbered from 1; empty lines count)
 
 Quoted strings are not tracked while splitting: a raw CR or LF inside a string ends the line
@@ -16,11 +20,14 @@ in strings; any other backslash is literal)::
     field   = key "=" (bare | '"' string '"' | "=" type payload)
     comment = "#" ...        (skipped, as an empty line)
 
-Binary types: 16 = float64 little-endian (8 bytes); 14 (arrays) and every other type are refused.
+Binary types: 16 = float64 little-endian (8 bytes); 14 = array (:mod:`.ilp_types`), whose
+line errors carry QuestDB's error code names (``ARRAY_INVALID_TYPE``,
+``ARRAY_TOO_MANY_DIMENSIONS``, ``ARRAY_TOO_LARGE``); every other type is refused.
 """
 
 from __future__ import annotations
 
+import math
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,22 +37,31 @@ import pyarrow as pa
 
 from streamwrite.daemon.errors import BadRequestError
 from streamwrite.daemon.ilp_types import (
+    ARRAY_ELEMENT_SIZE,
+    ARRAY_ELEMENTS,
+    MAX_ARRAY_DIMS,
+    MAX_ARRAY_ELEMENTS,
     VALUE_TYPES,
+    ArrayValue,
     Chunk,
     ChunkColumn,
     IlpBatch,
     Kind,
+    array_value_size,
     assemble,
     check_column_name,
     check_table_name,
     classify_bare,
     convert_bare,
     convert_timestamp,
+    nested_lists,
+    num_nested_lists,
     precision_factor,
 )
 
 __all__ = [
     "NAME_ESCAPES",
+    "array_extent",
     "LineRecord",
     "parse_body_reference",
     "parse_line",
@@ -58,7 +74,28 @@ BACKSLASH, EQUALS, COMMA, SPACE, QUOTE, LF, CR = 0x5C, 0x3D, 0x2C, 0x20, 0x22, 0
 BINARY_DOUBLE, BINARY_ARRAY = 16, 14
 NAME_ESCAPES = frozenset(b',= \\"\r\n')
 STRING_ESCAPES = frozenset(b'"\\\r\n')
-ARRAYS_MESSAGE = "arrays are not supported until nested types exist"
+ARRAY_HEADER_SIZE = 5
+"""'==' 0x0E elem ndims: the bytes of an array value before its shape."""
+
+
+def array_extent(body: bytes, i: int) -> int | None:
+    """Returns how many bytes from ``i`` (the first '=' of '==' 0x0E) the array value covers.
+
+    None when its header (elem, ndims, shape) is not all in ``body`` yet; the 5 header bytes
+    when elem or ndims is invalid (the line is refused; its length is unknown).
+    """
+    size = len(body)
+    if i + ARRAY_HEADER_SIZE > size:
+        return None
+    elem, ndims = body[i + 3], body[i + 4]
+    if elem not in ARRAY_ELEMENTS or not 1 <= ndims <= MAX_ARRAY_DIMS:
+        return ARRAY_HEADER_SIZE
+    head_size = ARRAY_HEADER_SIZE + 4 * ndims
+    if i + head_size > size:
+        return None
+    shape = struct.unpack_from(f"<{ndims}I", body, i + ARRAY_HEADER_SIZE)
+    num_elements: int = math.prod(shape)
+    return head_size + ARRAY_ELEMENT_SIZE * num_elements
 
 
 def split_lines(body: bytes, final: bool) -> tuple[list[tuple[int, bytes]], int]:
@@ -79,6 +116,14 @@ def split_lines(body: bytes, final: bool) -> tuple[list[tuple[int, bytes]], int]
             b == EQUALS and i + 2 < size and body[i + 1] == EQUALS and body[i + 2] == BINARY_DOUBLE
         ):
             i += 11
+        elif b == EQUALS and i + 2 < size and body[i + 1] == EQUALS and body[i + 2] == BINARY_ARRAY:
+            extent = array_extent(body, i)
+            if extent is None or i + extent > size:  # the value runs to the end of the body
+                if not final:
+                    return lines, start
+                i = size
+            else:
+                i += extent
         elif b in (LF, CR):
             lines.append((number, body[start:i]))
             number += 1
@@ -140,6 +185,58 @@ def _invalid(name: str, raw: bytes, line: int) -> BadRequestError:
     )
 
 
+def _read_array(line: bytes, i: int, name: str, number: int) -> tuple[ArrayValue, int]:
+    """Returns the array value at ``line[i]`` (its '=' before 0x0E) and where it ends."""
+    size = len(line)
+    if i + 4 > size:
+        raise _invalid(name, line[i:], number)
+    elem, ndims = line[i + 2], line[i + 3]
+    if elem not in ARRAY_ELEMENTS:
+        raise BadRequestError(
+            f"ARRAY_INVALID_TYPE: field {name!r} has array element type {elem}; 10 (float64) "
+            "and 6 (int64) are accepted.",
+            line=number,
+        )
+    if not 1 <= ndims <= MAX_ARRAY_DIMS:
+        raise BadRequestError(
+            f"ARRAY_TOO_MANY_DIMENSIONS: field {name!r} has an array of {ndims} dimensions; "
+            f"1 to {MAX_ARRAY_DIMS} are accepted.",
+            line=number,
+        )
+    data_start = i + 4 + 4 * ndims
+    if data_start > size:
+        raise _invalid(name, line[i:], number)
+    shape = struct.unpack_from(f"<{ndims}I", line, i + 4)
+    num_elements = math.prod(shape)
+    if num_elements > MAX_ARRAY_ELEMENTS:
+        raise BadRequestError(
+            f"ARRAY_TOO_LARGE: field {name!r} has an array of shape {list(shape)}, "
+            f"{num_elements} elements; at most {MAX_ARRAY_ELEMENTS} are accepted.",
+            line=number,
+        )
+    value_size = array_value_size(ndims, num_elements)
+    num_lists = num_nested_lists(shape)
+    if num_lists > value_size:
+        raise BadRequestError(
+            f"ARRAY_TOO_LARGE: field {name!r} has an array of shape {list(shape)}, which makes "
+            f"{num_lists} nested lists out of a {value_size}-byte value; at most one per byte "
+            "is accepted.",
+            line=number,
+        )
+    end = data_start + ARRAY_ELEMENT_SIZE * num_elements
+    if end > size:
+        raise BadRequestError(
+            f"Could not parse entire line, field value is invalid. Field: {name}; the array of "
+            f"shape {list(shape)} needs {end - data_start} bytes of elements and the line has "
+            f"{size - data_start}.",
+            line=number,
+        )
+    if end < size and line[end] not in (COMMA, SPACE):
+        raise _invalid(name, line[i : end + 1], number)
+    data = np.frombuffer(line, ARRAY_ELEMENTS[elem][0], num_elements, offset=data_start)
+    return ArrayValue(elem, shape, data), end
+
+
 def _read_field_value(line: bytes, i: int, name: str, number: int) -> tuple[Kind, object, int]:
     size = len(line)
     if i >= size or line[i] in (COMMA, SPACE):
@@ -170,11 +267,12 @@ def _read_field_value(line: bytes, i: int, name: str, number: int) -> tuple[Kind
     if first == EQUALS:
         kind_byte = line[i + 1] if i + 1 < size else -1
         if kind_byte == BINARY_ARRAY:
-            raise BadRequestError(f"{ARRAYS_MESSAGE} (field {name!r}).", line=number)
+            array, end = _read_array(line, i, name, number)
+            return Kind.ARRAY, array, end
         if kind_byte != BINARY_DOUBLE:
             raise BadRequestError(
                 f"unsupported binary value type {kind_byte} in field {name!r}: only 16 "
-                "(float64) is accepted.",
+                "(float64) and 14 (array) are accepted.",
                 line=number,
             )
         end = i + 10
@@ -263,10 +361,14 @@ def records_to_chunks(records: list[LineRecord], now_ns: int) -> list[Chunk]:
         by_table.setdefault(record.table, []).append(record)
     chunks = []
     for table, recs in by_table.items():
-        cols: dict[tuple[str, Kind], tuple[int, list[int], list[object]]] = {}
+        # Arrays of one column split by element type and dimensions (each part has one type).
+        cols: dict[tuple[str, Kind, int, int], tuple[int, list[int], list[object]]] = {}
         for row, record in enumerate(recs):
             for position, (name, kind, value) in enumerate(record.entities):
-                entry = cols.setdefault((name, kind), (position, [], []))
+                key = (name, kind, 0, 0)
+                if isinstance(value, ArrayValue):
+                    key = (name, kind, value.elem, len(value.shape))
+                entry = cols.setdefault(key, (position, [], []))
                 entry[1].append(row)
                 entry[2].append(value)
         columns = [
@@ -275,9 +377,11 @@ def records_to_chunks(records: list[LineRecord], now_ns: int) -> list[Chunk]:
                 position,
                 kind,
                 np.asarray(rows, dtype=np.int64),
-                pa.array(values, VALUE_TYPES[kind]),
+                _arrays(elem, values)
+                if kind is Kind.ARRAY
+                else pa.array(values, VALUE_TYPES[kind]),
             )
-            for (name, kind), (position, rows, values) in cols.items()
+            for (name, kind, elem, _), (position, rows, values) in cols.items()
         ]
         lines = np.array([r.line for r in recs], dtype=np.int64)
         stamps = np.array(
@@ -285,6 +389,13 @@ def records_to_chunks(records: list[LineRecord], now_ns: int) -> list[Chunk]:
         )
         chunks.append(Chunk(table, lines, stamps, columns))
     return chunks
+
+
+def _arrays(elem: int, values: list[object]) -> pa.Array:
+    """Returns the arrays ``values`` (ArrayValue, one element type and ndims) as list values."""
+    arrays = [v for v in values if isinstance(v, ArrayValue)]
+    shapes = np.array([a.shape for a in arrays], dtype=np.int64)
+    return nested_lists(elem, shapes, np.concatenate([a.data for a in arrays]))
 
 
 def iter_records(lines: list[tuple[int, bytes]], factor_ns: int) -> Iterator[LineRecord]:

@@ -15,13 +15,26 @@ else the line is refused)::
 
 Designated timestamp: ``[0-9]+`` with an optional unit suffix ``n`` ``t`` ``m`` (QuestDB),
 else the request's precision; converted to nanoseconds, refused beyond int64.
+
+Protocol-2 arrays (``name==`` then the value; all integers little-endian)::
+
+    0x0E  elem u8  ndims u8  ndims x u32 shape  prod(shape) x 8-byte elements, row-major
+          elem 10 = float64, 6 = int64; ndims 1..32
+
+An array's value is one row: ``ndims`` nested lists (``list<float64>``, ``list<list<int64>>``
+...), row ``i`` of a 2-d array is inner list ``i``; a zero in the shape gives empty lists.
+Limits (line errors): at most :data:`MAX_ARRAY_ELEMENTS` elements, and at most as many nested
+lists (below the top one) as the value has bytes (a shape like ``(1 << 28, 0)`` would make
+2**28 empty lists out of 12 bytes).
 """
 
 from __future__ import annotations
 
 import enum
+import math
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -35,14 +48,22 @@ __all__ = [
     "MAX_NAME_SIZE",
     "PRECISION_NS",
     "TS_PATTERN",
+    "ARRAY_ELEMENTS",
+    "MAX_ARRAY_DIMS",
+    "MAX_ARRAY_ELEMENTS",
+    "ArrayValue",
     "Chunk",
     "ChunkColumn",
     "IlpBatch",
     "IlpColumn",
     "IlpPart",
     "Kind",
+    "array_type",
+    "array_value_size",
     "assemble",
     "check_column_name",
+    "nested_lists",
+    "num_nested_lists",
     "check_table_name",
     "classify_bare",
     "precision_factor",
@@ -95,6 +116,8 @@ class Kind(enum.IntEnum):
     """``123n``: nanoseconds."""
     TS_M = 8
     """``123m``: milliseconds."""
+    ARRAY = 9
+    """A protocol-2 binary array: its Arrow type (element type, dimensions) is the values'."""
 
     @property
     def protocol_name(self) -> str:
@@ -111,6 +134,7 @@ _PROTOCOL_NAMES = {
     Kind.TS_T: "TIMESTAMP",
     Kind.TS_N: "TIMESTAMP",
     Kind.TS_M: "TIMESTAMP",
+    Kind.ARRAY: "ARRAY",
 }
 VALUE_TYPES: dict[Kind, pa.DataType] = {
     Kind.TAG: pa.string(),
@@ -122,7 +146,68 @@ VALUE_TYPES: dict[Kind, pa.DataType] = {
     Kind.TS_N: pa.int64(),
     Kind.TS_M: pa.int64(),
 }
-"""Arrow type of an :class:`IlpPart`'s values (timestamps stay raw integers in their unit)."""
+"""Arrow type of an :class:`IlpPart`'s values (timestamps stay raw integers in their unit);
+arrays: :func:`array_type`."""
+
+ARRAY_ELEMENTS: dict[int, tuple[np.dtype[Any], pa.DataType]] = {
+    10: (np.dtype("<f8"), pa.float64()),
+    6: (np.dtype("<i8"), pa.int64()),
+}
+"""Array element type byte -> (numpy dtype of the wire bytes, Arrow type); both are 8 bytes."""
+ARRAY_ELEMENT_SIZE = 8
+MAX_ARRAY_DIMS = 32
+"""QuestDB's ``ARRAY_NDIMS_LIMIT``."""
+MAX_ARRAY_ELEMENTS = (1 << 31) - 1
+"""QuestDB refuses more elements (``ARRAY_TOO_LARGE``); also the reach of int32 list offsets."""
+
+
+@dataclass(frozen=True)
+class ArrayValue:
+    """One parsed array: its element type byte, shape and flat row-major elements."""
+
+    elem: int
+    shape: tuple[int, ...]
+    data: npt.NDArray[Any]
+
+
+def array_type(elem: int, ndims: int) -> pa.DataType:
+    """Returns the Arrow type of an array value: ``ndims`` nested lists of the element type."""
+    result = ARRAY_ELEMENTS[elem][1]
+    for _ in range(ndims):
+        result = pa.list_(result)
+    return result
+
+
+def array_value_size(ndims: int, num_elements: int) -> int:
+    """Returns the bytes of an array value from its type byte: type, elem, ndims, shape, data."""
+    return 3 + 4 * ndims + ARRAY_ELEMENT_SIZE * num_elements
+
+
+def num_nested_lists(shape: tuple[int, ...]) -> int:
+    """Returns how many lists below the top one an array of ``shape`` makes."""
+    return sum(math.prod(shape[:k]) for k in range(1, len(shape)))
+
+
+def nested_lists(elem: int, shapes: npt.NDArray[np.int64], flat: npt.NDArray[Any]) -> pa.Array:
+    """Returns one :func:`array_type` value per row of ``shapes`` (rows x ndims, int64) holding
+    ``flat`` (every row's elements, row-major, rows in order), vectorised: the offsets of each
+    level repeat that level's dimension once per list of the level above."""
+    num_rows, ndims = shapes.shape
+    values: pa.Array = pa.array(flat.astype(ARRAY_ELEMENTS[elem][0].newbyteorder("=")))
+    counts = [np.ones(num_rows, dtype=np.int64)]  # lists per row at each level
+    for k in range(ndims - 1):
+        counts.append(counts[-1] * shapes[:, k])
+    for k in range(ndims - 1, -1, -1):
+        children = np.repeat(shapes[:, k], counts[k])
+        offsets = np.zeros(len(children) + 1, dtype=np.int64)
+        np.cumsum(children, out=offsets[1:])
+        if offsets[-1] > MAX_ARRAY_ELEMENTS:
+            raise BadRequestError(
+                f"The request holds {int(offsets[-1])} array entries at one level of one column; "
+                f"at most {MAX_ARRAY_ELEMENTS} fit: send smaller requests."
+            )
+        values = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values)
+    return values
 
 
 def precision_factor(precision: str) -> int:

@@ -8,7 +8,8 @@ its general path, which gives the same rows or the right error)::
     - the same table, tag keys, field names, value kinds and timestamp suffix as the first
       line (parsed by the reference parser: it also checks the names);
     - no quote, backslash, CR, '#' or empty line (no strings, escapes or comments);
-    - binary doubles (``name==\\x10`` + 8 bytes) only where the first line has them.
+    - binary doubles (``name==\\x10`` + 8 bytes) only where the first line has them;
+    - no ``==\\x0e`` anywhere (arrays, whose lengths vary by line, take the general path).
 
 Steps, each a few vectorised passes over the chunk::
 
@@ -50,6 +51,7 @@ MIN_LINES = 64
 """Fewer lines are not worth the fixed cost (the general path is as fast)."""
 _PAYLOAD_SIZE = 8
 _MARKER = np.array([61, 61, 16], dtype=np.uint8)  # "==\x10"
+_ARRAY_MARKER = b"==\x0e"
 _FLOAT = r"^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$"
 _INT = r"^-?[0-9]+i$"
 _DIGITS = r"^[0-9]+$"
@@ -85,6 +87,8 @@ def parse_uniform(chunk: bytes, *, first_line: int, factor_ns: int, now_ns: int)
 
 
 def _parse(chunk: bytes, first_line: int, factor_ns: int, now_ns: int) -> Chunk | None:
+    if _ARRAY_MARKER in chunk:  # memmem
+        return None
     data = np.frombuffer(chunk, dtype=np.uint8)
     markers = _markers(data)
     if markers is None:

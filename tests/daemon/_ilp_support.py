@@ -6,6 +6,8 @@ import math
 import struct
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from hypothesis import strategies as st
 
 from streamwrite.daemon.errors import BadRequestError
@@ -18,7 +20,17 @@ NOW_NS = 1_700_000_000_123_456_789
 def _value(v: Any) -> Any:
     if isinstance(v, float):
         return ("f", struct.pack("<d", v))
+    if isinstance(v, list):
+        return ("list", tuple(_value(x) for x in v))
     return v
+
+
+def array_bytes(values: npt.ArrayLike, elem: int = 10) -> bytes:
+    """Returns the protocol-2 binary value (after ``name=``) of an array: ``=`` 0x0E elem ndims
+    shape data."""
+    array = np.asarray(values, dtype="<f8" if elem == 10 else "<i8")
+    shape = struct.pack(f"<{array.ndim}I", *array.shape)
+    return b"=\x0e" + bytes([elem, array.ndim]) + shape + array.tobytes()
 
 
 def canon(batches: list[IlpBatch]) -> dict[int, tuple[str, int, dict[str, tuple[int, Any]]]]:
@@ -116,9 +128,30 @@ def names(draw: st.DrawFn, plain: bool = False) -> str:
     return draw(st.text(NAME_CHARS, min_size=0, max_size=6))
 
 
-FIELD_KINDS = ["float", "binary", "binary", "int", "string", "bool", "ts_t", "ts_n", "ts_m"] * 3 + [
-    "bad"
-]
+FIELD_KINDS = [
+    "float",
+    "binary",
+    "binary",
+    "int",
+    "string",
+    "bool",
+    "ts_t",
+    "ts_n",
+    "ts_m",
+    "array:10:1",
+    "array:10:2",
+    "array:6:1",
+    "array:10:3",
+] * 3 + ["bad", "array", "bad_array"]
+"""``array:elem:ndims`` arrays keep their type per template (vectorised groups); ``array`` draws
+the type per value."""
+ARRAY_BYTES = st.one_of(
+    st.binary(min_size=8, max_size=8),
+    st.sampled_from(
+        [b"\n" * 8, b"==\x10\\==\x0e\n", b'" ,=\r\n#\\', b"\x0e\x0a\x01\x00\x00\x00\x00="]
+    ),
+    st.floats(width=64).map(lambda f: struct.pack("<d", f)),
+)
 
 
 @st.composite
@@ -153,6 +186,32 @@ def field_value(draw: st.DrawFn, kind: str) -> bytes:
             )
         )
         return b"=\x10" + raw
+    if kind.startswith("array") or kind == "bad_array":
+        # Plain ``array``: the type is drawn per value, so lines of one template may differ in
+        # ndims and element type (a type conflict is to_arrow's business, not the parsers').
+        if kind.startswith("array:"):
+            elem, ndims = (int(x) for x in kind.split(":")[1:])
+        else:
+            elem, ndims = draw(st.sampled_from([10, 10, 6])), draw(st.integers(1, 3))
+        shape = draw(st.lists(st.integers(0, 3), min_size=ndims, max_size=ndims))
+        count = math.prod(shape)
+        data = b"".join(draw(st.lists(ARRAY_BYTES, min_size=count, max_size=count)))
+        value = b"=\x0e" + bytes([elem, len(shape)]) + struct.pack(f"<{len(shape)}I", *shape)
+        value += data
+        if kind == "bad_array":
+            cut = draw(st.integers(0, len(value)))
+            value = draw(
+                st.sampled_from(
+                    [
+                        value[:cut],  # truncated anywhere
+                        value + b"\x00",  # a byte too many
+                        value[:2] + bytes([draw(st.integers(0, 255))]) + value[3:],  # elem
+                        value[:3] + bytes([draw(st.sampled_from([0, 33, 255]))]) + value[4:],
+                        value[:4] + b"\xff\xff\xff\xff" + value[8:],  # a huge first dim
+                    ]
+                )
+            )
+        return value
     if kind == "int":
         return b"%di" % draw(st.integers(-(2**63), 2**63 - 1))
     if kind == "string":

@@ -34,10 +34,23 @@ CASES = [
     ),
     (b't f="open', 'Could not parse entire line, field value is invalid. Field: f; value: "open'),
     (b't f="a"b', 'Could not parse entire line, field value is invalid. Field: f; value: "a"'),
-    (b"t f==\x0e\x0a\x01", "arrays are not supported until nested types exist (field 'f')."),
+    (
+        b"t f==\x0e\x07\x01",
+        "ARRAY_INVALID_TYPE: field 'f' has array element type 7; 10 (float64) and 6 (int64) are "
+        "accepted.",
+    ),
+    (
+        b"t f==\x0e\x0a\x21",
+        "ARRAY_TOO_MANY_DIMENSIONS: field 'f' has an array of 33 dimensions; 1 to 32 are accepted.",
+    ),
+    (
+        b"t f==\x0e\x06\x00",
+        "ARRAY_TOO_MANY_DIMENSIONS: field 'f' has an array of 0 dimensions; 1 to 32 are accepted.",
+    ),
     (
         b"t f==\x07abc",
-        "unsupported binary value type 7 in field 'f': only 16 (float64) is accepted.",
+        "unsupported binary value type 7 in field 'f': only 16 (float64) and 14 (array) are "
+        "accepted.",
     ),
     (
         b"t f==\x10abc",

@@ -73,10 +73,14 @@ def test_mutated_and_truncated_bodies_only_raise_bad_request(
         op = data.draw(st.sampled_from(["flip", "insert", "delete", "truncate"]))
         if op == "flip":
             mutated[i] = data.draw(
-                st.sampled_from([*b'\n\r\\"=, #\x10\x0e\x00\xff', mutated[i] ^ 0x20])
+                st.sampled_from([*b'\n\r\\"=, #\x10\x0e\x00\xff\x06\x20', mutated[i] ^ 0x20])
             )
         elif op == "insert":
-            mutated[i:i] = data.draw(st.sampled_from([b"\\", b"==\x10", b'"', b"\n", b" ", b"="]))
+            mutated[i:i] = data.draw(
+                st.sampled_from(
+                    [b"\\", b"==\x10", b'"', b"\n", b" ", b"=", b"==\x0e", b"==\x0e\x0a\x01"]
+                )
+            )
         elif op == "delete":
             del mutated[i]
         else:
