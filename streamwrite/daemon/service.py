@@ -299,6 +299,11 @@ class IngestService:
                 table = await self._task_group.start(
                     self._run_table, path, None if exists else schema, options
                 )
+            except SchemaError as exc:
+                if exists:
+                    raise DaemonInternalError(f"Cannot open table {name!r}: {exc}") from exc
+                # The request's columns cannot make a table (an unsupported type): its fault.
+                raise BadRequestError(f"table: {name}; cannot create it: {exc}") from exc
             except StreamwriteError as exc:
                 raise DaemonInternalError(f"Cannot open table {name!r}: {exc}") from exc
             handle = self._handles[name] = _Handle(name, table)

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.flight as fl
 import pytest
 
 import streamwrite
@@ -106,6 +107,22 @@ def nested_batch(start: int, num_rows: int) -> pa.RecordBatch:
         ],
         names=[*SCHEMA.names, "l", "s", "m"],
     )
+
+
+def test_a_type_the_writer_refuses_is_a_bad_request_not_an_internal_error(
+    flight_daemon: FlightDaemon,
+) -> None:
+    """Creating a table from columns the writer cannot store is the request's fault: the
+    client gets the writer's reason as a bad request (not a retryable internal error), and no
+    table is left behind."""
+    batch = make_batch(0, 3)
+    union = pa.UnionArray.from_sparse(
+        pa.array([0, 1, 0], pa.int8()), [pa.array([1, 2, 3]), pa.array(["a", "b", "c"])]
+    )
+    batch = batch.append_column("u", union)
+    with pytest.raises(fl.FlightServerError, match=r"table: odd; cannot create it: .*union"):
+        put(flight_daemon, "odd", [(batch, None)], schema=batch.schema)
+    assert not flight_daemon.exists("odd")
 
 
 @NEEDS_NESTED_WRITER

@@ -117,8 +117,14 @@ BAD_INPUTS: list[tuple[str, dict[str, Any], int, str | None]] = [
     ("no fields", {"body": b"bad2,t=a\n"}, 400, "bad2"),
     ("unsigned", {"body": b"bad3 v=1u\n"}, 400, "bad3"),
     (
-        "array (protocol 2)",
-        {"body": b"bad4 v==\x0e\x0a\x01\x01\x00\x00\x00" + b"\x00" * 8 + b"\n"},
+        "array of an unknown element type (protocol 2)",
+        {"body": b"bad4 v==\x0e\x07\x01\x01\x00\x00\x00" + b"\x00" * 8 + b"\n"},
+        400,
+        "bad4",
+    ),
+    (
+        "array claiming more bytes than sent (protocol 2)",
+        {"body": b"bad4 v==\x0e\x0a\x01\x02\x00\x00\x00" + b"\x00" * 8 + b"\n"},
         400,
         "bad4",
     ),
