@@ -62,41 +62,24 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 
-from streamwrite.arrow.column import ColumnSpec
+from streamwrite.arrow.column import ColumnSpec, FieldNode, NodeKind
+from streamwrite.arrow.schema_leaf import column_spec, leaf_element
+from streamwrite.arrow.schema_nested import NestedBuilder
 from streamwrite.arrow.schema_read import (
-    _CONVERTED_INT,
     _PHYSICAL_SORT_ORDER,
     FIELD_ID_KEY,
     _infer_type,
     _inferred_field,
     _sort_order,
 )
-from streamwrite.arrow.units import decimal_size
 from streamwrite.errors import FormatError, SchemaError, UnsupportedError
-from streamwrite.format.enums import ConvertedType, FieldRepetitionType, Type
-from streamwrite.format.structs import (
-    DateType,
-    DecimalType,
-    Float16Type,
-    IntType,
-    JsonType,
-    KeyValue,
-    LogicalType,
-    MicroSeconds,
-    MilliSeconds,
-    NanoSeconds,
-    NullType,
-    SchemaElement,
-    StringType,
-    TimestampType,
-    TimeType,
-    TimeUnit,
-    UUIDType,
-)
+from streamwrite.format.enums import FieldRepetitionType, Type
+from streamwrite.format.structs import KeyValue, SchemaElement
 
 __all__ = [
     "ARROW_SCHEMA_KEY",
@@ -116,17 +99,30 @@ ROOT_NAME = "schema"
 
 @dataclass(frozen=True, slots=True)
 class ParquetSchema:
-    """A flat Arrow schema with its Parquet schema.
+    """An Arrow schema with its Parquet schema.
 
     Attributes:
         arrow_schema: The Arrow schema.
-        elements: The footer's schema: the root element first, then one element per leaf.
+        elements: The footer's schema: the root element first, then the groups and leaves of
+            each field, depth first (a flat schema: one element per leaf).
         columns: One :class:`ColumnSpec` per leaf, in order.
+        fields: One :class:`FieldNode` per top-level Arrow field (a flat field is a LEAF node).
     """
 
     arrow_schema: pa.Schema
     elements: list[SchemaElement]
     columns: tuple[ColumnSpec, ...]
+    fields: tuple[FieldNode, ...]
+
+    @property
+    def is_flat(self) -> bool:
+        """Whether every top-level field is a primitive (one leaf column per field)."""
+        return all(node.kind is NodeKind.LEAF for node in self.fields)
+
+    def field_columns(self, index: int) -> tuple[ColumnSpec, ...]:
+        """The leaf columns of top-level field ``index``, in order."""
+        node = self.fields[index]
+        return self.columns[node.leaf_start : node.leaf_stop]
 
     @property
     def arrow_schema_value(self) -> str:
@@ -140,192 +136,46 @@ class ParquetSchema:
 
 
 def arrow_to_parquet(schema: pa.Schema) -> ParquetSchema:
-    """Map a flat Arrow schema to Parquet schema elements, as pyarrow would write them.
+    """Map an Arrow schema to Parquet schema elements, as pyarrow would write them.
+
+    Structs, lists (list, large_list, fixed_size_list) and maps, nested to any depth, become
+    the groups of :mod:`streamwrite.arrow.schema_nested`.
 
     Args:
         schema: The Arrow schema to write.
 
     Returns:
-        The root and leaf elements and one :class:`ColumnSpec` per field.
+        The root, group and leaf elements, one :class:`ColumnSpec` per leaf and one
+        :class:`FieldNode` per field.
 
     Raises:
-        UnsupportedError: If a field is nested (list, struct, map, union...) or its type has no
-            Parquet mapping (intervals...).
+        UnsupportedError: If a field's type has no Parquet mapping (unions, intervals, empty
+            structs, dictionaries of nested types...).
         SchemaError: If a field of type null is not nullable.
     """
-    columns = tuple(_column_spec(i, schema.field(i)) for i in range(len(schema)))
+    builder = NestedBuilder(column_spec)
+    fields = tuple(builder.add(schema.field(i)) for i in range(len(schema)))
     root = SchemaElement(
-        name=ROOT_NAME, repetition_type=FieldRepetitionType.REQUIRED, num_children=len(columns)
+        name=ROOT_NAME, repetition_type=FieldRepetitionType.REQUIRED, num_children=len(schema)
     )
-    return ParquetSchema(schema, [root, *(c.element for c in columns)], columns)
+    return ParquetSchema(schema, [root, *builder.elements], tuple(builder.columns), fields)
 
 
-def _column_spec(index: int, field: pa.Field) -> ColumnSpec:
-    element = _leaf_element(index, field)
-    assert element.type is not None and element.repetition_type is not None
-    return ColumnSpec(
-        index=index,
-        name=field.name,
-        field=field,
-        physical_type=Type(element.type),
-        type_length=element.type_length,
-        repetition=FieldRepetitionType(element.repetition_type),
-        max_definition_level=int(element.repetition_type == FieldRepetitionType.OPTIONAL),
-        sort_order=_sort_order(element),
-        element=element,
-    )
-
-
-def _field_id(field: pa.Field) -> int | None:
-    raw = (field.metadata or {}).get(FIELD_ID_KEY)
-    if raw is None:
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        return None  # pyarrow ignores an unparsable id too
-    return value if 0 <= value < 2**31 else None
-
-
-def _leaf_element(index: int, field: pa.Field) -> SchemaElement:
-    repetition = FieldRepetitionType.OPTIONAL if field.nullable else FieldRepetitionType.REQUIRED
-    if pa.types.is_null(field.type) and not field.nullable:
-        raise SchemaError(
-            f"Column {field.name!r} (index {index}) has type null but is not nullable; "
-            "a null column must be nullable."
+def flat_fields(columns: Sequence[ColumnSpec]) -> tuple[FieldNode, ...]:
+    """The LEAF nodes of flat columns (one per column, named after it)."""
+    return tuple(
+        FieldNode(
+            field=spec.field,
+            kind=NodeKind.LEAF,
+            def_level=spec.max_definition_level,
+            rep_level=0,
+            children=(),
+            leaf=spec.index,
+            leaf_start=spec.index,
+            leaf_stop=spec.index + 1,
+            path=(spec.name,),
         )
-    element = _annotate(field.type, field.name, index)
-    element.name = field.name
-    element.repetition_type = repetition
-    element.field_id = _field_id(field)
-    return element
-
-
-def _annotate(dtype: pa.DataType, name: str, index: int) -> SchemaElement:
-    """The type part of a leaf element (physical type, length, logical and converted types)."""
-    if pa.types.is_dictionary(dtype):
-        return _annotate(dtype.value_type, name, index)
-    if isinstance(dtype, pa.BaseExtensionType):
-        if dtype.extension_name == "arrow.uuid":
-            return SchemaElement(
-                type=Type.FIXED_LEN_BYTE_ARRAY,
-                type_length=16,
-                logicalType=LogicalType(UUID=UUIDType()),
-            )
-        if dtype.extension_name == "arrow.json":
-            return SchemaElement(
-                type=Type.BYTE_ARRAY,
-                converted_type=ConvertedType.JSON,
-                logicalType=LogicalType(JSON=JsonType()),
-            )
-        return _annotate(dtype.storage_type, name, index)
-    if pa.types.is_null(dtype):
-        return SchemaElement(type=Type.INT32, logicalType=LogicalType(UNKNOWN=NullType()))
-    if pa.types.is_boolean(dtype):
-        return SchemaElement(type=Type.BOOLEAN)
-    if pa.types.is_integer(dtype):
-        return _annotate_int(dtype)
-    if pa.types.is_float16(dtype):
-        return SchemaElement(
-            type=Type.FIXED_LEN_BYTE_ARRAY,
-            type_length=2,
-            logicalType=LogicalType(FLOAT16=Float16Type()),
-        )
-    if pa.types.is_float32(dtype):
-        return SchemaElement(type=Type.FLOAT)
-    if pa.types.is_float64(dtype):
-        return SchemaElement(type=Type.DOUBLE)
-    if (
-        pa.types.is_string(dtype)
-        or pa.types.is_large_string(dtype)
-        or pa.types.is_string_view(dtype)
-    ):
-        return SchemaElement(
-            type=Type.BYTE_ARRAY,
-            converted_type=ConvertedType.UTF8,
-            logicalType=LogicalType(STRING=StringType()),
-        )
-    if (
-        pa.types.is_binary(dtype)
-        or pa.types.is_large_binary(dtype)
-        or pa.types.is_binary_view(dtype)
-    ):
-        return SchemaElement(type=Type.BYTE_ARRAY)
-    if pa.types.is_decimal(dtype):
-        return _annotate_decimal(dtype.precision, dtype.scale)
-    if pa.types.is_fixed_size_binary(dtype):
-        return SchemaElement(type=Type.FIXED_LEN_BYTE_ARRAY, type_length=dtype.byte_width)
-    if pa.types.is_date32(dtype) or pa.types.is_date64(dtype):
-        return SchemaElement(
-            type=Type.INT32,
-            converted_type=ConvertedType.DATE,
-            logicalType=LogicalType(DATE=DateType()),
-        )
-    if pa.types.is_time32(dtype):
-        time = TimeType(isAdjustedToUTC=False, unit=TimeUnit(MILLIS=MilliSeconds()))
-        return SchemaElement(type=Type.INT32, logicalType=LogicalType(TIME=time))
-    if pa.types.is_time64(dtype):
-        unit = (
-            TimeUnit(NANOS=NanoSeconds()) if dtype.unit == "ns" else TimeUnit(MICROS=MicroSeconds())
-        )
-        time = TimeType(isAdjustedToUTC=False, unit=unit)
-        return SchemaElement(type=Type.INT64, logicalType=LogicalType(TIME=time))
-    if pa.types.is_timestamp(dtype):
-        return _annotate_timestamp(dtype)
-    if pa.types.is_duration(dtype):
-        return SchemaElement(type=Type.INT64)
-    if pa.types.is_nested(dtype) or pa.types.is_union(dtype) or pa.types.is_run_end_encoded(dtype):
-        raise UnsupportedError(
-            f"Column {name!r} (index {index}) has the nested type {dtype}; streamwrite writes "
-            "flat schemas only."
-        )
-    raise UnsupportedError(
-        f"Column {name!r} (index {index}) has Arrow type {dtype}, which has no Parquet mapping."
-    )
-
-
-def _annotate_int(dtype: pa.DataType) -> SchemaElement:
-    bits = dtype.bit_width
-    signed = pa.types.is_signed_integer(dtype)
-    physical = Type.INT64 if bits == 64 else Type.INT32
-    if signed and bits in (32, 64):
-        return SchemaElement(type=physical)  # implied by the physical type, as pyarrow writes
-    return SchemaElement(
-        type=physical,
-        converted_type=_CONVERTED_INT[bits, signed],
-        logicalType=LogicalType(INTEGER=IntType(bitWidth=bits, isSigned=signed)),
-    )
-
-
-def _annotate_decimal(precision: int, scale: int) -> SchemaElement:
-    if precision <= 9:
-        physical, length = Type.INT32, None
-    elif precision <= 18:
-        physical, length = Type.INT64, None
-    else:
-        physical, length = Type.FIXED_LEN_BYTE_ARRAY, decimal_size(precision)
-    return SchemaElement(
-        type=physical,
-        type_length=length,
-        converted_type=ConvertedType.DECIMAL,
-        scale=scale,
-        precision=precision,
-        logicalType=LogicalType(DECIMAL=DecimalType(scale=scale, precision=precision)),
-    )
-
-
-def _annotate_timestamp(dtype: pa.DataType) -> SchemaElement:
-    adjusted = dtype.tz is not None
-    if dtype.unit in ("s", "ms"):
-        unit, converted = TimeUnit(MILLIS=MilliSeconds()), ConvertedType.TIMESTAMP_MILLIS
-    elif dtype.unit == "us":
-        unit, converted = TimeUnit(MICROS=MicroSeconds()), ConvertedType.TIMESTAMP_MICROS
-    else:
-        unit, converted = TimeUnit(NANOS=NanoSeconds()), None
-    return SchemaElement(
-        type=Type.INT64,
-        converted_type=converted,
-        logicalType=LogicalType(TIMESTAMP=TimestampType(isAdjustedToUTC=adjusted, unit=unit)),
+        for spec in columns
     )
 
 
@@ -397,7 +247,7 @@ def parquet_to_arrow(
         field = inferred if origin is None else _restore(origin.field(i), inferred, i)
         columns.append(_read_spec(i, field, leaf))
     arrow_schema = pa.schema([c.field for c in columns], metadata=metadata or None)
-    return ParquetSchema(arrow_schema, list(elements), tuple(columns))
+    return ParquetSchema(arrow_schema, list(elements), tuple(columns), flat_fields(columns))
 
 
 def _as_bytes(value: str | bytes) -> bytes:
@@ -425,7 +275,7 @@ def _restore(origin: pa.Field, inferred: pa.Field, index: int) -> pa.Field:
     metadata = dict(origin.metadata or {})
     metadata.update(inferred.metadata or {})  # the footer's field_id wins, as in pyarrow
     try:
-        expected = _infer_type(index, _leaf_element(index, origin.with_nullable(True)))
+        expected = _infer_type(index, leaf_element(index, origin.with_nullable(True)))
     except SchemaError:
         expected = None
     if expected is not None and expected.equals(inferred.type):

@@ -150,6 +150,18 @@ def _sort_order(element: SchemaElement) -> SortOrder:
     return _PHYSICAL_SORT_ORDER.get(physical or 0, SortOrder.UNDEFINED)
 
 
+def field_id(field: pa.Field) -> int | None:
+    """The ``field_id`` of a field's ``PARQUET:field_id`` metadata (None if absent or invalid)."""
+    raw = (field.metadata or {}).get(FIELD_ID_KEY)
+    if raw is None:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        return None  # pyarrow ignores an unparsable id too
+    return value if 0 <= value < 2**31 else None
+
+
 # ---------------------------------------------------------------------------------------------
 # Parquet -> Arrow
 

@@ -40,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 
 from streamwrite.arrow.assembly import from_physical
-from streamwrite.arrow.schema import ColumnSpec, ParquetSchema, parquet_to_arrow
+from streamwrite.arrow.schema import ColumnSpec, ParquetSchema, flat_fields, parquet_to_arrow
 from streamwrite.crypto.decryption import ChunkDecryptor, DecryptionConfig
 from streamwrite.errors import (
     ConfigError,
@@ -193,7 +193,9 @@ class ParquetFile:
         self._nested_names = (
             frozenset(path.split(".")[0] for path, _, ok in leaves if not ok) - flat_names
         )
-        schema = ParquetSchema(projected.arrow_schema, list(elements), columns)
+        schema = ParquetSchema(
+            projected.arrow_schema, list(elements), columns, flat_fields(columns)
+        )
         return schema, [path for path, _, _ in leaves]
 
     @property
