@@ -9,7 +9,9 @@ tests/daemon/test_ilp_vectors.py):
 - **questdb v1**: the same as text (``price=2615.54``, no suffix);
 - **influx**: ``cpu,host=server01,region=us-west idle=12i,msg="fine",ok=true,usage=0.64 17..``;
 - **influx, escaped**: tag values with an escaped space (every line takes the per-line path: the
-  price of the fallback).
+  price of the fallback);
+- **questdb v2 arrays**: ``book,sym=ETH-USD bids==\\x0e<2x10 f64>,asks==\\x0e<2x10 f64>,n=3i
+  17..n`` (``Sender.row`` with 2-d float64 numpy arrays; 2 x 20 doubles a line).
 
 Each body is parsed by ``parse_body`` (vectorised) and ``parse_body_reference`` (pure Python,
 per line) alternately, best of ``--repeat``; lines/s, MB/s and the speed-up are printed with the
@@ -72,6 +74,18 @@ def influx(num_lines: int, rng: random.Random, escaped: bool = False) -> bytes:
     return b"\n".join(lines)
 
 
+def questdb_arrays(num_lines: int, rng: random.Random) -> bytes:
+    """Returns protocol-2 lines with two 2 x 10 float64 arrays each (an order book's levels)."""
+    header = b"\x0e\x0a\x02" + struct.pack("<2I", 2, 10)
+    out = bytearray()
+    for i in range(num_lines):
+        bids = struct.pack("<20d", *(rng.random() for _ in range(20)))
+        asks = struct.pack("<20d", *(rng.random() for _ in range(20)))
+        out += b"book,sym=ETH-USD bids==" + header + bids + b",asks==" + header + asks
+        out += b",n=%di %dn\n" % (i, NOW_NS + i * 1000)
+    return bytes(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = bench_parser(__doc__)
     parser.add_argument("--lines", type=int, default=10_000, help="lines per body (default 10k)")
@@ -86,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         ("questdb v1", questdb_v1(num_lines, rng)),
         ("influx", influx(num_lines, rng)),
         ("influx, escaped", influx(num_lines, rng, escaped=True)),
+        ("questdb v2 arrays", questdb_arrays(num_lines, rng)),
     ]
     rows = []
     verdicts = []

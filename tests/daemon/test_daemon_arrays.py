@@ -90,6 +90,35 @@ def test_questdb_client_arrays_round_trip(daemon_factory) -> None:  # type: igno
     assert table.column("curve").to_pylist() == [None if c is None else c.tolist() for _, c in sent]
 
 
+def readme_arrays(addr: str, token: str) -> None:
+    """The README's arrays snippet, as written (address and token substituted)."""
+    import numpy as np
+    from questdb import Sender, TimestampNanos
+
+    with Sender.from_conf(f"http::addr={addr};token={token};") as sender:  # protocol 2
+        sender.row(
+            "book",
+            symbols={"sym": "ETH-USD"},
+            columns={
+                "bids": np.array([[2615.5, 2615.4], [1.25, 3.0]]),  # list<list<float64>>
+                "curve": np.linspace(0.0, 1.0, 5),  # list<float64>
+                "mid": 2615.45,
+            },
+            at=TimestampNanos.now(),
+        )
+        sender.flush()
+
+
+@NEEDS_NESTED_WRITER
+def test_readme_arrays_snippet(daemon_factory) -> None:  # type: ignore[no-untyped-def]
+    daemon: Daemon = daemon_factory()
+    readme_arrays(daemon.http_addr, TOKEN)
+    table = streamwrite.read_table(daemon.config.parent / "data" / "book")
+    assert table.column("bids").to_pylist() == [[[2615.5, 2615.4], [1.25, 3.0]]]
+    assert table.column("curve").to_pylist() == [[0.0, 0.25, 0.5, 0.75, 1.0]]
+    assert table.schema.field("bids").type == pa.list_(pa.list_(pa.float64()))
+
+
 def nested_batch(start: int, num_rows: int) -> pa.RecordBatch:
     base = make_batch(start, num_rows)
     ids = range(start, start + num_rows)
