@@ -187,6 +187,10 @@ def conform(data: pa.Table, schema: pa.Schema | None) -> tuple[pa.Table, list[pa
                     f"Column {table_field.name!r} is {column.type} in the rows and "
                     f"{table_field.type} in the table."
                 )
+            if str(column.type) != str(table_field.type):
+                # Equal but for the names of nested fields (Arrow ignores a list's item name,
+                # e.g. Spark's "element"): the rows take the table's names.
+                column = column.cast(table_field.type)
             columns.append(column)
         fields.append(table_field)
     new = [f.with_nullable(True) for f in data.schema if f.name not in schema.names]

@@ -163,3 +163,16 @@ def test_flight_do_put_nested_columns(flight_daemon: FlightDaemon) -> None:
     want = pa.Table.from_batches(batches)
     assert got.schema.field("l").type == want.schema.field("l").type
     assert got.select(want.schema.names).to_pylist() == want.to_pylist()
+
+
+def test_conform_gives_nested_rows_the_table_field_names() -> None:
+    from streamwrite.daemon.service import conform
+
+    element = pa.list_(pa.field("element", pa.int64()))
+    rows = pa.table({"l": pa.array([[1, 2], None], element), "m": pa.array([{"x": 1}, None])})
+    schema = pa.schema([pa.field("l", pa.list_(pa.int64())), pa.field("m", rows.schema[1].type)])
+    table, new = conform(rows, schema)
+    assert new == []
+    assert str(table.column("l").type) == "list<item: int64>"
+    assert table.column("l").to_pylist() == [[1, 2], None]
+    assert table.column("m").to_pylist() == [{"x": 1}, None]
