@@ -12,7 +12,8 @@ from the first unparsed line to the last line end when one arrived, so a body fe
 costs linear time and gives the batches of one :func:`parse_body` (split differently).
 Parsing: :mod:`.ilp_fast` (vectorised, whole groups of same-shaped lines), falling back line by
 line to :mod:`.ilp_reference` for escapes, odd lines and every error. Typing to Arrow:
-:mod:`.ilp_arrow`.
+:mod:`.ilp_arrow`. Protocol-2 binary values (doubles, and arrays -> nested lists: the grammar
+and limits in :mod:`.ilp_types`) are skipped by every scan and parsed by both paths.
 """
 
 from __future__ import annotations
