@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from streamwrite.daemon.errors import BadRequestError
+from streamwrite.daemon.ilp_array import MIN_ARRAY_CODE, array_code, array_tokens
 from streamwrite.daemon.ilp_reference import NAME_ESCAPES, unescape_name
 from streamwrite.daemon.ilp_split import (
     BINARY_ARRAY,
@@ -40,13 +41,9 @@ from streamwrite.daemon.ilp_split import (
     Specials,
 )
 from streamwrite.daemon.ilp_types import (
-    ARRAY_ELEMENT_SIZE,
-    ARRAY_ELEMENTS,
     FALSE_TOKENS,
     FLOAT_PATTERN,
     INT64_MAX,
-    MAX_ARRAY_DIMS,
-    MAX_ARRAY_ELEMENTS,
     MAX_NAME_SIZE,
     SUFFIX_NS,
     TRUE_TOKENS,
@@ -55,7 +52,6 @@ from streamwrite.daemon.ilp_types import (
     Kind,
     check_column_name,
     check_table_name,
-    nested_lists,
 )
 
 __all__ = ["MIN_GROUP_ROWS", "parse_easy_lines"]
@@ -73,12 +69,9 @@ _NAME_ESCAPES = np.array(sorted(NAME_ESCAPES), dtype=np.uint8)
 _BOOL_TOKENS = pa.array([t.decode() for t in TRUE_TOKENS + FALSE_TOKENS])
 # Value class codes (skeleton bytes): 0 = a tag value; Kind values for fields; 20 + suffix for
 # the designated timestamp (0 = no suffix); 30 = binary double; 31 = a bad binary value;
-# arrays 64 + 32 * (elem is int64) + ndims - 1.
+# arrays: :func:`.array_code` (64 and up).
 _CODE_BINARY = 30
 _CODE_BAD_BINARY = 31
-_CODE_ARRAY = 64
-_CODE_ARRAY_I64 = 32
-_ELEM_I64, _ELEM_F64 = 6, 10
 
 
 def _gather(
@@ -135,16 +128,11 @@ def _value_codes(
     if len(binary):
         b_start = starts[binary]
         kind = buf[b_start + 1]  # the body is padded: a short token reads zeros
-        elem, ndims = buf[b_start + 2], buf[b_start + 3]
-        array = (
-            (kind == BINARY_ARRAY)
-            & ((elem == _ELEM_F64) | (elem == _ELEM_I64))
-            & (ndims >= 1)
-            & (ndims <= MAX_ARRAY_DIMS)
-        )
-        array_codes = _CODE_ARRAY + _CODE_ARRAY_I64 * (elem == _ELEM_I64) + ndims - 1
+        array = array_code(buf, b_start)
         codes[binary] = np.where(
-            kind == BINARY_DOUBLE, _CODE_BINARY, np.where(array, array_codes, _CODE_BAD_BINARY)
+            kind == BINARY_DOUBLE,
+            _CODE_BINARY,
+            np.where((kind == BINARY_ARRAY) & (array > 0), array, _CODE_BAD_BINARY),
         )
     return codes
 
@@ -571,8 +559,8 @@ def _field(
     code: int,
 ) -> tuple[Kind, pa.Array, npt.NDArray[np.bool_]]:
     num_rows = len(starts)
-    if code >= _CODE_ARRAY:
-        return _arrays(buf, starts, ends, code)
+    if code >= MIN_ARRAY_CODE:
+        return Kind.ARRAY, *array_tokens(buf, starts, ends, code)
     if code == _CODE_BAD_BINARY:
         return Kind.FLOAT, pa.nulls(num_rows, pa.float64()), np.zeros(num_rows, dtype=np.bool_)
     if code == _CODE_BINARY:
@@ -598,45 +586,3 @@ def _field(
         return kind, values, valid
     ints, valid = _integers(buf, starts, ends - 1, negative=True)
     return kind, pa.array(ints), valid & np.ones(num_rows, dtype=np.bool_)
-
-
-def _arrays(
-    buf: npt.NDArray[np.uint8],
-    starts: npt.NDArray[np.int64],
-    ends: npt.NDArray[np.int64],
-    code: int,
-) -> tuple[Kind, pa.Array, npt.NDArray[np.bool_]]:
-    """Array tokens (``=`` 0x0E elem ndims shape data) of one element type and ndims.
-
-    A row is valid when its token holds exactly the elements its shape claims, within the
-    limits of :func:`.ilp_reference._read_array` (which words the errors of the others).
-    """
-    elem = _ELEM_I64 if code - _CODE_ARRAY >= _CODE_ARRAY_I64 else _ELEM_F64
-    ndims = (code - _CODE_ARRAY) % _CODE_ARRAY_I64 + 1
-    head_size = 4 + 4 * ndims
-    lengths = ends - starts
-    last = len(buf) - 1
-    byte_index = starts[:, None] + 4 + np.arange(4 * ndims)[None, :]
-    raw = buf[np.minimum(byte_index, last)].reshape(len(starts), ndims, 4).astype(np.int64)
-    shapes = raw[:, :, 0] | raw[:, :, 1] << 8 | raw[:, :, 2] << 16 | raw[:, :, 3] << 24
-    # Products in float64 first: exact below 2**53, and anything larger is refused.
-    sizes = np.cumprod(shapes.astype(np.float64), axis=1)
-    num_elements_f = sizes[:, -1]
-    num_lists_f = sizes[:, :-1].sum(axis=1)
-    value_size_f = 3.0 + 4 * ndims + ARRAY_ELEMENT_SIZE * num_elements_f
-    valid = (
-        (lengths >= head_size)
-        & (num_elements_f <= MAX_ARRAY_ELEMENTS)
-        & (num_lists_f <= value_size_f)
-        & (lengths == head_size + ARRAY_ELEMENT_SIZE * num_elements_f)
-    )
-    shapes[~valid] = 0
-    num_elements = np.where(valid, num_elements_f, 0).astype(np.int64)
-    # One gather of every element: an 8-byte window at each element's position.
-    before = np.zeros(len(starts), dtype=np.int64)
-    np.cumsum(num_elements[:-1], out=before[1:])
-    index = np.repeat(starts + head_size - ARRAY_ELEMENT_SIZE * before, num_elements)
-    index += ARRAY_ELEMENT_SIZE * np.arange(len(index), dtype=np.int64)
-    windows = np.lib.stride_tricks.sliding_window_view(buf, ARRAY_ELEMENT_SIZE)
-    flat = windows[index].view(ARRAY_ELEMENTS[elem][0]).reshape(-1)
-    return Kind.ARRAY, nested_lists(elem, shapes, flat), valid
