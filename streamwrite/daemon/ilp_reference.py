@@ -219,7 +219,7 @@ def _read_array(line: bytes, i: int, name: str, number: int) -> tuple[ArrayValue
     if num_lists > value_size:
         raise BadRequestError(
             f"ARRAY_TOO_LARGE: field {name!r} has an array of shape {list(shape)}, which makes "
-            f"{num_lists} nested lists out of a {value_size}-byte value; at most one per byte "
+            f"{num_lists} nested lists out of a value of {value_size} bytes; at most one per byte "
             "is accepted.",
             line=number,
         )

@@ -24,8 +24,8 @@ Protocol-2 arrays (``name==`` then the value; all integers little-endian)::
 An array's value is one row: ``ndims`` nested lists (``list<float64>``, ``list<list<int64>>``
 ...), row ``i`` of a 2-d array is inner list ``i``; a zero in the shape gives empty lists.
 Limits (line errors): at most :data:`MAX_ARRAY_ELEMENTS` elements, and at most as many nested
-lists (below the top one) as the value has bytes (a shape like ``(1 << 28, 0)`` would make
-2**28 empty lists out of 12 bytes).
+lists (below the top one) as the value has bytes from its type byte on (a shape like
+``(1 << 28, 0)`` would make 2**28 empty lists out of 11 bytes).
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ __all__ = [
     "PRECISION_NS",
     "TS_PATTERN",
     "ARRAY_ELEMENTS",
+    "ARRAY_ELEMENT_SIZE",
     "MAX_ARRAY_DIMS",
     "MAX_ARRAY_ELEMENTS",
     "ArrayValue",

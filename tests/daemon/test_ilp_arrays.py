@@ -200,10 +200,10 @@ LIMIT_CASES = [
         "ARRAY_TOO_LARGE: field 'a' has an array of shape [65536, 32768], 2147483648 elements; "
         "at most 2147483647 are accepted.",
     ),
-    (  # 2**28 empty lists out of a 12-byte value
+    (  # 2**28 empty lists out of an 11-byte value
         b"t a" + header(10, (1 << 28, 0)),
         "ARRAY_TOO_LARGE: field 'a' has an array of shape [268435456, 0], which makes 268435456 "
-        "nested lists out of a 11-byte value; at most one per byte is accepted.",
+        "nested lists out of a value of 11 bytes; at most one per byte is accepted.",
     ),
     (
         b"t a" + header(10, (4,)) + b"\x00" * 31,
