@@ -49,10 +49,19 @@ class EncodeChunkJob:
     def_levels: npt.NDArray[np.uint8] | None
     num_rows: int
     crypto: ChunkCrypto | None = None
+    rep_levels: npt.NDArray[np.uint8] | None = None
+    """One repetition level per level entry of a nested leaf (None when max_rep is 0)."""
 
     def run(self) -> EncodedChunk:
         """Returns: the encoded chunk."""
-        return encode_chunk(self.settings, self.values, self.def_levels, self.num_rows, self.crypto)
+        return encode_chunk(
+            self.settings,
+            self.values,
+            self.def_levels,
+            self.num_rows,
+            self.crypto,
+            rep_levels=self.rep_levels,
+        )
 
 
 @dataclass(frozen=True, slots=True)
