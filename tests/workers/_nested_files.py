@@ -17,6 +17,7 @@ import pyarrow as pa
 from streamwrite.arrow.column import ColumnSpec
 from streamwrite.arrow.schema import ROOT_NAME, arrow_to_parquet, encode_arrow_schema
 from streamwrite.arrow.values import to_physical
+from streamwrite.crypto.encryption import FileEncryption, FileEncryptor
 from streamwrite.encode import chunk_settings
 from streamwrite.format.chunk import EncodedChunk
 from streamwrite.format.enums import ConvertedType, FieldRepetitionType
@@ -201,33 +202,54 @@ def leaf_inputs(schema: NestedFileSchema, table: pa.Table) -> list[LeafInput]:
 
 
 def encode_leaves(
-    schema: NestedFileSchema, table: pa.Table, options: WriteOptions
+    schema: NestedFileSchema,
+    table: pa.Table,
+    options: WriteOptions,
+    encryptor: FileEncryptor | None = None,
+    row_group_ordinal: int = 0,
 ) -> list[EncodedChunk]:
     chunks = []
-    for spec, max_rep, path, leaf in zip(
-        schema.columns,
-        schema.max_repetition_levels,
-        schema.paths,
-        leaf_inputs(schema, table),
-        strict=True,
+    for ordinal, (spec, max_rep, path, leaf) in enumerate(
+        zip(
+            schema.columns,
+            schema.max_repetition_levels,
+            schema.paths,
+            leaf_inputs(schema, table),
+            strict=True,
+        )
     ):
+        crypto = None if encryptor is None else encryptor.chunk_crypto(row_group_ordinal, ordinal)
         settings = replace(
             chunk_settings(spec, options), path_in_schema=path, max_repetition_level=max_rep
         )
         chunks.append(
             encode_chunk(
-                settings, leaf.values, leaf.def_levels, leaf.num_rows, rep_levels=leaf.rep_levels
+                settings,
+                leaf.values,
+                leaf.def_levels,
+                leaf.num_rows,
+                crypto,
+                rep_levels=leaf.rep_levels,
             )
         )
     return chunks
 
 
-def write_nested_file(table: pa.Table, options: WriteOptions, row_group_size: int) -> bytes:
+def write_nested_file(
+    table: pa.Table,
+    options: WriteOptions,
+    row_group_size: int,
+    encryption: FileEncryption | None = None,
+) -> bytes:
     """The whole file: ``table`` in row groups of ``row_group_size`` records."""
     schema = build_schema(table.schema)
-    writer = FileWriter(schema, options)  # type: ignore[arg-type]
+    encryptor = None
+    if encryption is not None:
+        encryptor = encryption._open_file([spec.name for spec in schema.columns])
+    writer = FileWriter(schema, options, encryptor=encryptor)  # type: ignore[arg-type]
     data = writer.start()
-    for start in range(0, max(table.num_rows, 1), row_group_size):
+    for ordinal, start in enumerate(range(0, max(table.num_rows, 1), row_group_size)):
         part = table.slice(start, row_group_size)
-        data += writer.add_row_group(encode_leaves(schema, part, options), part.num_rows)
+        chunks = encode_leaves(schema, part, options, encryptor, ordinal)
+        data += writer.add_row_group(chunks, part.num_rows)
     return data + writer.footer()

@@ -16,8 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamwrite.errors import FormatError
+from streamwrite.format import structs as t
 from streamwrite.format.enums import Encoding, Type
-from streamwrite.options import DataPageVersion
+from streamwrite.format.thrift.codec import deserialize
+from streamwrite.options import BloomFilterOptions, DataPageVersion
 from tests.workers._levels_reference import (
     make_settings,
     random_levels,
@@ -25,6 +27,7 @@ from tests.workers._levels_reference import (
     reference_record_starts,
     walk_pages,
 )
+from workers.bloom import SplitBlockBloomFilter, hash_values, optimal_num_bytes
 from workers.chunk import encode_chunk
 from workers.encoding.rle_hybrid import (
     decode_levels_v1,
@@ -296,3 +299,30 @@ def test_chunk_pages_follow_records(
     else:
         assert index.repetition_level_histograms is None
         assert size.repetition_level_histogram is None
+
+
+@pytest.mark.parametrize("dictionary", [True, False])
+def test_bloom_filter_of_a_nested_leaf_holds_its_values(dictionary: bool) -> None:
+    rng = np.random.default_rng(5)
+    defs, rep = random_levels(rng, 300, 3, 2, 4.0)
+    num_values = int(np.count_nonzero(defs == 3))
+    values = _values(Type.BYTE_ARRAY, num_values, rng, 200)
+    settings_ = make_settings(
+        Type.BYTE_ARRAY,
+        3,
+        2,
+        V2,
+        use_dictionary=dictionary,
+        bloom_filter=BloomFilterOptions(),
+        data_page_row_limit=40,
+    )
+    chunk = encode_chunk(settings_, values, defs, 300, rep_levels=rep)
+    assert chunk.bloom_filter is not None
+    header, size = deserialize(t.BloomFilterHeader, chunk.bloom_filter)
+    bloom = SplitBlockBloomFilter.from_bitset(chunk.bloom_filter[size:])
+    assert header.numBytes == bloom.num_bytes
+    distinct = set(values.to_pylist())
+    assert bloom.num_bytes == optimal_num_bytes(len(distinct), BloomFilterOptions().fpp)
+    assert bloom.check_hashes(hash_values(values, Type.BYTE_ARRAY)).all()
+    absent = BinaryValues.from_pylist([b"absent-%d" % i for i in range(2000)])
+    assert bloom.check_hashes(hash_values(absent, Type.BYTE_ARRAY)).mean() < 0.05
