@@ -35,6 +35,9 @@ from workers.encoding.rle_hybrid import encode_rle_hybrid
 
 __all__ = ["RecordMap", "encode_levels", "level_histogram", "record_map"]
 
+_COMPARE_LEVELS = 12
+"""Below this maximum level a histogram counts each level with a comparison (faster)."""
+
 
 class RecordMap:
     """Where each record starts among the level entries and the values of a chunk.
@@ -134,7 +137,8 @@ def record_map(
             entry_starts[-1] = num_entries
     value_starts = None
     if def_levels is not None and num_values != num_entries:
-        defined = def_levels == max_definition_level
+        # (0/1 levels count their values themselves: no comparison pass for a flat column)
+        defined = def_levels if max_definition_level == 1 else def_levels == max_definition_level
         entry_values = np.zeros(num_entries + 1, dtype=np.int64)
         np.cumsum(defined, out=entry_values[1:])
         if int(entry_values[-1]) != num_values:
@@ -178,4 +182,7 @@ def encode_levels(
 
 def level_histogram(levels: npt.NDArray[np.uint8], max_level: int) -> list[int]:
     """Returns: how many of ``levels`` are 0, 1, ..., ``max_level`` (SizeStatistics)."""
+    if max_level < _COMPARE_LEVELS:
+        # one SIMD comparison pass per level beats bincount's widening of uint8 to intp
+        return [int(np.count_nonzero(levels == level)) for level in range(max_level + 1)]
     return [int(c) for c in np.bincount(levels, minlength=max_level + 1)]
