@@ -336,6 +336,9 @@ def encode_chunk(
     num_values = count_values(values)
     if settings.max_repetition_level == 0:
         rep_levels = None
+    elif rep_levels is None:  # every level entry is a record (checked by record_map)
+        num_entries = num_values if def_levels is None else int(def_levels.shape[0])
+        rep_levels = np.zeros(num_entries, dtype=np.uint8)
     records = record_map(
         num_rows, num_values, def_levels, rep_levels, settings.max_definition_level, name
     )

@@ -362,3 +362,16 @@ def test_dictionary_fallback_cut_moves_back_to_a_record_start() -> None:
     # the PLAIN part starts with record 2's first value: u32 length, then the bytes
     assert pages[1].rep.tolist()[0] == 0
     assert pages[1].values[4:14] == words[20]
+
+
+def test_repeated_leaf_without_rep_levels_writes_records_of_one_entry() -> None:
+    """rep_levels=None for a repeated leaf means one entry per record: the pages still carry
+    the repetition level section a reader of a max_rep 1 column expects (all 0)."""
+    defs = np.array([2, 1, 0, 2], dtype=np.uint8)
+    settings_ = make_settings(Type.INT64, 2, 1, V1)
+    chunk = encode_chunk(settings_, np.array([7, 8], dtype=np.int64), defs, 4)
+    _, pages = walk_pages(chunk.data, 2, 1)
+    assert pages[0].rep.tolist() == [0, 0, 0, 0]
+    assert pages[0].defs.tolist() == [2, 1, 0, 2]
+    with pytest.raises(FormatError, match="4 record starts .* for 3 rows"):
+        encode_chunk(settings_, np.array([7, 8], dtype=np.int64), defs, 3)
