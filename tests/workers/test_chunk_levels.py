@@ -373,5 +373,5 @@ def test_repeated_leaf_without_rep_levels_writes_records_of_one_entry() -> None:
     _, pages = walk_pages(chunk.data, 2, 1)
     assert pages[0].rep.tolist() == [0, 0, 0, 0]
     assert pages[0].defs.tolist() == [2, 1, 0, 2]
-    with pytest.raises(FormatError, match="4 record starts .* for 3 rows"):
+    with pytest.raises(FormatError, match=r"4 record starts .* for 3 rows"):
         encode_chunk(settings_, np.array([7, 8], dtype=np.int64), defs, 3)
