@@ -25,11 +25,17 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from streamwrite.errors import FormatError
+from streamwrite.errors import ConfigError, FormatError
 from streamwrite.format.enums import Encoding
 from workers.encoding.rle_hybrid import decode_levels_v1, decode_rle_hybrid
 
-__all__ = ["MAX_LEVEL", "decode_levels", "single_run", "unpack_bit_packed_levels"]
+__all__ = [
+    "MAX_LEVEL",
+    "decode_levels",
+    "record_bounds",
+    "single_run",
+    "unpack_bit_packed_levels",
+]
 
 MAX_LEVEL = 255
 """Levels are held as uint8: a schema nested deeper than this is refused."""
@@ -132,3 +138,43 @@ def decode_levels(
     else:
         levels, used = decode_rle_hybrid(data, width, count)
     return levels.astype(np.uint8, copy=False), used
+
+
+def record_bounds(
+    rep_levels: npt.NDArray[np.uint8] | None,
+    def_levels: npt.NDArray[np.uint8] | None,
+    max_definition_level: int,
+    num_levels: int,
+    start: int,
+    stop: int,
+) -> tuple[int, int, int, int]:
+    """Where records ``[start, stop)`` of a column chunk lie in its levels and values.
+
+    A record is the level entries from one entry with repetition level 0 up to the next
+    (``rep_levels`` None: one entry per record); the values are the entries at the maximum
+    definition level (``def_levels`` None: every entry).
+
+    Returns:
+        ``(level_start, level_stop, value_start, value_stop)``: slice the levels with the first
+        two, the values with the last two.
+
+    Raises:
+        ConfigError: ``0 <= start <= stop <= records`` does not hold.
+    """
+    starts = None if rep_levels is None else np.flatnonzero(rep_levels == 0)
+    num_records = num_levels if starts is None else int(starts.shape[0])
+    if not 0 <= start <= stop <= num_records:
+        raise ConfigError(
+            f"Records [{start}, {stop}) are not within the chunk's {num_records} records."
+        )
+    if starts is None:
+        level_start, level_stop = start, stop
+    else:
+        level_start = int(starts[start]) if start < num_records else num_levels
+        level_stop = int(starts[stop]) if stop < num_records else num_levels
+    if def_levels is None:
+        return level_start, level_stop, level_start, level_stop
+    defined = def_levels[:level_stop] == max_definition_level
+    value_start = int(np.count_nonzero(defined[:level_start]))
+    value_stop = value_start + int(np.count_nonzero(defined[level_start:]))
+    return level_start, level_stop, value_start, value_stop

@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamwrite.crypto.decryption import ChunkDecryptor
-from streamwrite.errors import CorruptFileError, UnsupportedError
+from streamwrite.errors import ConfigError, CorruptFileError, UnsupportedError
 from streamwrite.format import structs as t
 from streamwrite.format.aad import ModuleType
 from streamwrite.format.enums import CompressionCodec, Encoding, PageType, Type
@@ -31,7 +31,7 @@ from streamwrite.format.thrift.codec import serialize
 from workers.cipher import Algorithm, ModuleCipher
 from workers.compression import compress
 from workers.decode import DecodedChunk, decode_chunk
-from workers.decode_levels import unpack_bit_packed_levels
+from workers.decode_levels import record_bounds, unpack_bit_packed_levels
 from workers.decode_pages import PageSlice, decode_pages
 from workers.encoding.dictionary import dictionary_encode, encode_dictionary_indices
 from workers.encoding.plain import encode_plain
@@ -423,6 +423,33 @@ def test_selected_pages_hold_whole_records(
         want += as_list(chunk.physical(bounds[k], bounds[k + 1]))
     assert as_list(decoded.values) == want
     assert decoded.num_rows == sum(built.pages[k][3] for k in chosen)
+
+
+@given(st.data(), chunks(max_rep_range=(0, 3)))
+@settings(max_examples=EXAMPLES, deadline=None)
+def test_record_bounds_equal_the_reference(data: st.DataObject, chunk: Chunk) -> None:
+    """``record_bounds`` against a per-entry walk: records ``[start, stop)`` are the entries
+    from the start-th entry with repetition level 0 to the stop-th (or the end)."""
+    n = len(chunk.def_levels)
+    flat = chunk.max_rep == 0
+    rep = None if flat else chunk.rep_levels
+    num_records = n if flat else int(np.count_nonzero(chunk.rep_levels == 0))
+    start = data.draw(st.integers(0, num_records))
+    stop = data.draw(st.integers(start, num_records))
+    record_of = []
+    record = -1
+    for i in range(n):
+        record += 1 if flat or chunk.rep_levels[i] == 0 else 0
+        record_of.append(record)
+    entries = [i for i in range(n) if start <= record_of[i] < stop]
+    level_start = n if start == num_records else record_of.index(start)
+    got = record_bounds(rep, chunk.def_levels, chunk.max_def, n, start, stop)
+    value_start = sum(1 for i in range(level_start) if chunk.def_levels[i] == chunk.max_def)
+    values = sum(1 for i in entries if chunk.def_levels[i] == chunk.max_def)
+    assert got == (level_start, level_start + len(entries), value_start, value_start + values)
+    assert record_bounds(rep, None, chunk.max_def, n, start, stop)[2:] == got[:2]
+    with pytest.raises(ConfigError, match="not within"):
+        record_bounds(rep, chunk.def_levels, chunk.max_def, n, start, num_records + 1)
 
 
 # --- the spec's bytes ---------------------------------------------------------------------------
