@@ -602,3 +602,60 @@ def test_nested_vector_decodes_like_pyarrow(name: str) -> None:
     assert outcome.leaves > 0
     if kind == "pyarrow":
         assert outcome.levels_compared == outcome.values_compared == outcome.leaves
+
+
+# --- other writers ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("writer", ["duckdb-v1", "duckdb-v2", "polars"])
+def test_other_writers_nested_files_decode_to_their_levels(tmp_path: Path, writer: str) -> None:
+    """DuckDB and polars write the same nested table (their own mapping of its types);
+    every leaf decodes to the levels and values of pyarrow's reading of their file."""
+    import duckdb
+    import polars as pl
+
+    table = nested_table(800, seed=11)
+    path = tmp_path / f"{writer}.parquet"
+    if writer == "polars":
+        frame = pl.from_arrow(table.drop_columns(["m"]))  # polars has no map type
+        assert isinstance(frame, pl.DataFrame)
+        frame.write_parquet(path, data_page_size=512, compression="zstd")
+    else:
+        table = table.drop_columns(["fsl"])  # see test_duckdb_fixed_size_list_null_slots
+        con = duckdb.connect()
+        con.register("t", table)
+        version = "V2" if writer.endswith("v2") else "V1"
+        con.execute(
+            f"COPY t TO '{path}' (FORMAT parquet, COMPRESSION snappy, "
+            f"PARQUET_VERSION {version}, ROW_GROUP_SIZE 300)"
+        )
+        con.close()
+    outcome = check_file(path)
+    assert outcome.leaves >= len(leaves_of(footer(path.read_bytes())))
+    assert outcome.levels_compared == outcome.values_compared == outcome.leaves
+
+
+def test_duckdb_fixed_size_list_null_slots(tmp_path: Path) -> None:
+    """DuckDB writes a null fixed_size_list slot of size 3 as three entries ``rep 0 1 1``,
+    ``def 0 0 0`` (a null list with repeated entries, which pyarrow refuses to read: "Length
+    spanned by list offsets larger than values array"). The decoder returns those levels as
+    stored; what they mean is the assembly's business."""
+    import duckdb
+
+    values = [[1, 2, 3], None, [4, None, 6]]
+    table = pa.table({"fsl": pa.array(values, pa.list_(pa.int32(), 3))})
+    path = tmp_path / "duckdb_fsl.parquet"
+    con = duckdb.connect()
+    con.register("t", table)
+    con.execute(f"COPY t TO '{path}' (FORMAT parquet)")
+    con.close()
+    data = path.read_bytes()
+    meta = footer(data)
+    (leaf,) = leaves_of(meta)
+    assert (leaf.max_def, leaf.max_rep) == (3, 1)
+    decoded, _, _ = decode_leaf(data, (meta.row_groups or [])[0], 0, leaf)
+    assert decoded.rep_levels is not None and decoded.def_levels is not None
+    assert decoded.rep_levels.tolist() == [0, 1, 1] * 3
+    assert decoded.def_levels.tolist() == [3, 3, 3, 0, 0, 0, 3, 2, 3]
+    assert as_list(decoded.values) == [1, 2, 3, 4, 6]
+    assert decoded.num_rows == 3
