@@ -481,7 +481,8 @@ def test_page_index_reads_select_whole_records(
     tmp_path: Path, version: str, dictionary: bool, codec: str
 ) -> None:
     """Every other page of each nested chunk, read through pyarrow's OffsetIndex, decodes to
-    exactly those pages' entries of the whole chunk."""
+    exactly those pages' entries of the whole chunk; the pages' records and nulls are what
+    pyarrow's OffsetIndex and ColumnIndex say."""
     path = tmp_path / "nested.parquet"
     write(path, nested_table(1500, seed=7), version, dictionary, codec)
     data = path.read_bytes()
@@ -506,6 +507,17 @@ def test_page_index_reads_select_whole_records(
             assert [p.num_rows for p in data_pages] == [
                 b - a for a, b in itertools.pairwise(firsts)
             ]
+            assert column.column_index_offset is not None
+            column_index, _ = deserialize(
+                t.ColumnIndex,
+                data[
+                    column.column_index_offset : column.column_index_offset
+                    + (column.column_index_length or 0)
+                ],
+            )
+            # pyarrow's page null counts are the entries below the maximum definition level
+            assert column_index.null_counts == [p.num_nulls for p in data_pages]
+            assert column_index.null_pages == [p.num_nulls == p.num_values for p in data_pages]
             bounds = np.concatenate([[0], np.cumsum([p.num_values for p in data_pages])])
             chosen = list(range(i % 2, len(locations), 2))
             slices = []
