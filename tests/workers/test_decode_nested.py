@@ -23,7 +23,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamwrite.crypto.decryption import ChunkDecryptor
-from streamwrite.errors import ConfigError, CorruptFileError, UnsupportedError
+from streamwrite.errors import (
+    ConfigError,
+    CorruptFileError,
+    EncryptionError,
+    LimitError,
+    UnsupportedError,
+)
 from streamwrite.format import structs as t
 from streamwrite.format.aad import ModuleType
 from streamwrite.format.enums import CompressionCodec, Encoding, PageType, Type
@@ -631,3 +637,32 @@ def test_flat_column_has_no_repetition_levels() -> None:
     )
     assert decoded.rep_levels is None and decoded.num_rows == 3 and decoded.num_levels == 3
     assert decoded.def_levels is not None and decoded.def_levels.tolist() == [1, 0, 1]
+
+
+@given(st.data(), chunks(), layouts, st.lists(st.tuples(st.integers(0), st.integers(0, 255))))
+@settings(max_examples=EXAMPLES, deadline=None)
+def test_damaged_chunks_raise_typed_errors(
+    data: st.DataObject, chunk: Chunk, layout: Layout, flips: list[tuple[int, int]]
+) -> None:
+    """Any bytes changed in a nested chunk (no CRCs checked, so the damage reaches the
+    kernels) decode or raise a StreamwriteError naming the column, never anything else."""
+    bounds = data.draw(cuts(chunk, layout.v2))
+    built = build(chunk, bounds, layout)
+    damaged = bytearray(built.data)
+    for at, value in flips:
+        damaged[at % len(damaged)] = value
+    try:
+        decode_chunk(
+            bytes(damaged),
+            OFFSET,
+            built.meta,
+            type_length=None,
+            max_definition_level=chunk.max_def,
+            max_repetition_level=chunk.max_rep,
+            verify_checksums=False,
+            max_decompressed_page_size=LIMIT,
+            cipher=built.cipher,
+            dictionary_first=built.dictionary_size > 0,
+        )
+    except (CorruptFileError, LimitError, UnsupportedError, EncryptionError) as exc:
+        assert "Column 'x.list.element'" in str(exc) or isinstance(exc, EncryptionError)
