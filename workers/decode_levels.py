@@ -153,23 +153,28 @@ def decode_level_runs(
     while filled < count:
         if pos >= size:
             raise FormatError(f"The level runs end after {filled} of {count} values.")
-        byte = data[pos]
+        header = data[pos]
         pos += 1
-        header = byte & 0x7F
-        shift = 7
-        while byte & 0x80:
-            if pos >= size or shift > 63:
-                raise FormatError(f"The run header before byte {pos} is truncated or too long.")
-            if shift == 63 and data[pos] & 0x7F > 1:
-                raise FormatError(f"The run header ending at byte {pos + 1} exceeds 64 bits.")
-            byte = data[pos]
-            pos += 1
-            header |= (byte & 0x7F) << shift
-            shift += 7
+        if header & 0x80:  # a header of more than one byte (runs over 63 values or groups)
+            header &= 0x7F
+            shift = 7
+            while True:
+                if pos >= size or shift > 63:
+                    raise FormatError(f"The run header before byte {pos} is truncated.")
+                byte = data[pos]
+                pos += 1
+                if shift == 63 and byte & 0x7F > 1:
+                    raise FormatError(f"The run header ending at byte {pos} exceeds 64 bits.")
+                header |= (byte & 0x7F) << shift
+                if not byte & 0x80:
+                    break
+                shift += 7
         left = count - filled
         if header & 1:
             groups = header >> 1
-            take = groups * 8 if groups * 8 < left else left
+            take = groups << 3
+            if take > left:
+                take = left
             need = (take * width + 7) >> 3
             if pos + need > size:
                 raise FormatError(
@@ -177,9 +182,13 @@ def decode_level_runs(
                 )
             packed.append((filled, take, pos, need))
             run_values.append(0)
-            pos += min(groups * width, size - pos)
+            pos += groups * width
+            if pos > size:
+                pos = size
         else:
-            take = header >> 1 if header >> 1 < left else left
+            take = header >> 1
+            if take > left:
+                take = left
             if pos >= size:
                 raise FormatError(f"The RLE run value at byte {pos} is truncated.")
             run_values.append(data[pos])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -110,3 +111,19 @@ def test_a_large_nested_stream() -> None:
     data = encode_rle_hybrid(levels, 2)
     got, used = decode_level_runs(data, 2, levels.shape[0])
     assert np.array_equal(got, levels) and used == len(data)
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        bytes([0x80] * 9 + [0x01]),  # 2**63: an RLE run of 2**62 values, 10 bytes
+        bytes([0x81] + [0x80] * 8 + [0x01]),  # 2**63 + 1: a bit-packed run of 2**62 groups
+        bytes([0x80] * 9 + [0x02]),  # over 64 bits
+        bytes([0x80] * 10 + [0x00]),  # 11 bytes
+        bytes([0x84, 0x80, 0x00]),  # 2 in a non-minimal 3-byte varint
+    ],
+)
+@pytest.mark.parametrize("count", [0, 1, 5])
+def test_long_run_headers_decode_like_the_reference(header: bytes, count: int) -> None:
+    data = header + bytes([1, 0xFF, 0xFF])
+    assert ours(data, 2, count) == reference(data, 2, count)
