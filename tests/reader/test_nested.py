@@ -96,13 +96,47 @@ def _same(actual: pa.Table, expected: pa.Table, *, type_names: bool = True) -> N
 
 
 WRITE_OPTIONS = [
-    pytest.param(dict(data_page_version="1.0", use_dictionary=False, compression="none"), id="v1-plain"),
-    pytest.param(dict(data_page_version="1.0", use_dictionary=True, compression="snappy"), id="v1-dict-snappy"),
-    pytest.param(dict(data_page_version="2.0", use_dictionary=True, compression="zstd"), id="v2-dict-zstd"),
-    pytest.param(dict(data_page_version="2.0", use_dictionary=False, compression="zstd", write_page_index=True), id="v2-zstd-index"),
-    pytest.param(dict(data_page_version="1.0", use_dictionary=False, compression="snappy", write_page_index=True, column_encoding={"id": "DELTA_BINARY_PACKED", "l.list.element": "DELTA_BINARY_PACKED", "ls.list.item": "DELTA_LENGTH_BYTE_ARRAY"}), id="v1-delta-index"),
-    pytest.param(dict(version="1.0", data_page_version="1.0", use_dictionary=True, compression="none", store_schema=False), id="format1-no-arrow-schema"),
-]  # fmt: skip
+    pytest.param(
+        dict(data_page_version="1.0", use_dictionary=False, compression="none"), id="v1-plain"
+    ),
+    pytest.param(
+        dict(data_page_version="1.0", use_dictionary=True, compression="snappy"),
+        id="v1-dict-snappy",
+    ),
+    pytest.param(
+        dict(data_page_version="2.0", use_dictionary=True, compression="zstd"), id="v2-dict-zstd"
+    ),
+    pytest.param(
+        dict(
+            data_page_version="2.0", use_dictionary=False, compression="zstd", write_page_index=True
+        ),
+        id="v2-zstd-index",
+    ),
+    pytest.param(
+        dict(
+            data_page_version="1.0",
+            use_dictionary=False,
+            compression="snappy",
+            write_page_index=True,
+            column_encoding={
+                "id": "DELTA_BINARY_PACKED",
+                "l.list.element": "DELTA_BINARY_PACKED",
+                "ls.list.item": "DELTA_LENGTH_BYTE_ARRAY",
+            },
+        ),
+        id="v1-delta-index",
+    ),
+    pytest.param(
+        dict(
+            version="1.0",
+            data_page_version="1.0",
+            use_dictionary=True,
+            compression="none",
+            store_schema=False,
+        ),
+        id="format1-no-arrow-schema",
+    ),
+]
 
 
 @pytest.mark.parametrize("options", WRITE_OPTIONS)
@@ -233,9 +267,12 @@ con = duckdb.connect()
 con.execute('''
 COPY (
   SELECT i AS id,
-         CASE WHEN i % 5 = 0 THEN NULL ELSE list_transform(range(i % 4), lambda j: CASE WHEN j = 1 THEN NULL ELSE i * 10 + j END) END AS l,
-         CASE WHEN i % 7 = 0 THEN NULL ELSE {'a': CASE WHEN i % 2 = 0 THEN i END, 'b': 'x' || (i % 3)::VARCHAR, 't': [i, i + 1]} END AS s,
-         CASE WHEN i % 4 = 0 THEN NULL ELSE MAP(['k' || (i % 3)::VARCHAR], [CASE WHEN i % 6 = 1 THEN NULL ELSE i * 1.5 END]) END AS m,
+         CASE WHEN i % 5 = 0 THEN NULL ELSE list_transform(range(i % 4),
+              lambda j: CASE WHEN j = 1 THEN NULL ELSE i * 10 + j END) END AS l,
+         CASE WHEN i % 7 = 0 THEN NULL ELSE {'a': CASE WHEN i % 2 = 0 THEN i END,
+              'b': 'x' || (i % 3)::VARCHAR, 't': [i, i + 1]} END AS s,
+         CASE WHEN i % 4 = 0 THEN NULL ELSE MAP(['k' || (i % 3)::VARCHAR],
+              [CASE WHEN i % 6 = 1 THEN NULL ELSE i * 1.5 END]) END AS m,
          [[i], [], NULL, [NULL, i]] AS nn
   FROM range(2000) t(i)
 ) TO 'PATH' (FORMAT PARQUET, ROW_GROUP_SIZE 700, COMPRESSION CODEC)
@@ -247,8 +284,10 @@ import sys, polars as pl
 n = 1500
 df = pl.DataFrame({
     "id": list(range(n)),
-    "l": [None if i % 5 == 0 else [None if j == 1 else float(i + j) for j in range(i % 4)] for i in range(n)],
-    "s": [None if i % 7 == 0 else {"a": i if i % 2 else None, "b": [str(i)] * (i % 3)} for i in range(n)],
+    "l": [None if i % 5 == 0 else [None if j == 1 else float(i + j) for j in range(i % 4)]
+          for i in range(n)],
+    "s": [None if i % 7 == 0 else {"a": i if i % 2 else None, "b": [str(i)] * (i % 3)}
+          for i in range(n)],
     "ll": [[[i] * (j % 3) for j in range(i % 3)] for i in range(n)],
     "a": [[i, i + 1, i + 2] if i % 3 else None for i in range(n)],
 }, schema_overrides={"a": pl.Array(pl.Int64, 3)}, strict=False)
