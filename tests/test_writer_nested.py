@@ -11,8 +11,10 @@ our file also reads back with the schema and the values of pyarrow's own file.
 
 from __future__ import annotations
 
+import decimal
 import io
 import os
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -196,3 +198,84 @@ def test_embedded_index_on_a_nested_column_is_a_config_error() -> None:
         _write(table, embedded_index={"s": ["distinct"]})
     data = _write(table, embedded_index={"t": ["distinct"]})  # a flat column beside it
     assert_reads_back(data, table)
+
+
+class _Point(pa.ExtensionType):
+    def __init__(self) -> None:
+        super().__init__(pa.struct([("x", pa.float64()), ("y", pa.float64())]), "test.point")
+
+    def __arrow_ext_serialize__(self) -> bytes:
+        return b""
+
+    @classmethod
+    def __arrow_ext_deserialize__(cls, storage_type: pa.DataType, serialized: bytes) -> _Point:
+        return cls()
+
+
+def test_extension_of_a_nested_storage_type_is_written_as_its_storage() -> None:
+    storage = pa.array([{"x": 1.0, "y": None}, None, {"x": 3.0, "y": 4.0}], _Point().storage_type)
+    points = pa.ExtensionArray.from_storage(_Point(), storage)
+    table = pa.table({"p": points, "lp": pa.array([[1], None, []], pa.list_(pa.int8()))})
+    back = pq.read_table(pa.BufferReader(_write(table)), page_checksum_verification=True)
+    assert back.column("p").to_pylist() == storage.to_pylist()
+
+
+def test_a_nested_value_beyond_its_type_is_refused_before_any_row_group() -> None:
+    wide = pa.array([decimal.Decimal("1.00"), decimal.Decimal("123456.00")], pa.decimal128(12, 2))
+    beyond = pa.Array.from_buffers(pa.decimal128(5, 2), 2, wide.buffers())  # 123456.00 > 5 digits
+    lists = pa.ListArray.from_arrays(pa.array([0, 1, 2], pa.int32()), beyond)
+    table = pa.table({"i": [1, 2], "d": lists})
+    sink = io.BytesIO()
+    with streamwrite.ParquetWriter(sink, table.schema) as writer:
+        with pytest.raises(streamwrite.SchemaError, match=r"'d\.list\.element'"):
+            writer.write_table(table, row_group_size=1)
+        writer.write_table(table.slice(0, 0))
+    assert pq.ParquetFile(pa.BufferReader(sink.getvalue())).metadata.num_row_groups == 0
+
+
+def test_encrypted_nested_files_read_by_pyarrow(tmp_path: Path) -> None:
+    """Per-leaf column keys named by dotted path (footer encrypted and plaintext, v1 and v2
+    pages, several row groups): pyarrow with the KMS reads the file equal to the input."""
+    from pyarrow import feather
+
+    from tests.crypto.test_writer_encryption import Case, _job, run_pyarrow
+
+    element = pa.field("element", pa.string())
+    table = pa.table(
+        {
+            "l": pa.array([["a", None], None, [], ["b"]] * 50, pa.list_(element)),
+            "s": pa.array(
+                [{"x": 1, "y": [1.5]}, None, {"x": None, "y": []}, {"x": 4, "y": None}] * 50,
+                pa.struct([("x", pa.int64()), ("y", pa.list_(pa.field("element", pa.float64())))]),
+            ),
+            "m": pa.array(
+                [[("k", 1)], [], None, [("a", None)]] * 50, pa.map_(pa.string(), pa.int32())
+            ),
+        }
+    )
+    expected = tmp_path / "expected.feather"
+    feather.write_feather(table, expected)
+    keys = {"l.list.element": "kc", "s.y.list.element": "kd", "m.key_value.value": "kc"}
+    jobs = []
+    for pf in (False, True):
+        for version in ("1.0", "2.0"):
+            case = Case(
+                f"nested-{pf}-{version}",
+                plaintext_footer=pf,
+                column_keys=keys,
+                footer_key_columns=("s.x", "m.key_value.key"),
+                page_version=version,
+            )
+            encryption, _ = case.encryption()
+            path = tmp_path / f"{case.name}.parquet"
+            streamwrite.write_table(
+                table,
+                path,
+                encryption=encryption,
+                data_page_version=version,
+                row_group_size=70,
+                data_page_row_limit=16,
+            )
+            jobs.append(_job(case.name, path, expected, verify_checksums=True))
+    results = run_pyarrow(tmp_path, jobs)
+    assert results == {job["name"]: "ok" for job in jobs}
