@@ -200,6 +200,31 @@ def test_embedded_index_on_a_nested_column_is_a_config_error() -> None:
     assert_reads_back(data, table)
 
 
+def test_embedded_index_parts_go_to_the_flat_column_leaf_after_nested_fields() -> None:
+    from streamwrite.arrow.schema import arrow_to_parquet
+    from streamwrite.encode import encode_row_group, index_part
+    from streamwrite.options import make_write_options
+
+    dtype = pa.struct([("a", pa.int64()), ("b", pa.list_(pa.string()))])
+    table = pa.table(
+        {"s": pa.array([{"a": 1, "b": ["x"]}, None], dtype), "t": [5, 7], "u": ["p", "q"]}
+    )
+    schema = arrow_to_parquet(table.schema)
+    names = [c.name for c in schema.columns]
+    options = make_write_options(names, embedded_index={"t": ["distinct"], "u": ["distinct"]})
+    chunks = encode_row_group(table, schema, options)
+    assert [tuple(c.meta_data.path_in_schema) for c in chunks] == [
+        ("s", "a"),
+        ("s", "b", "list", "element"),
+        ("t",),
+        ("u",),
+    ]
+    assert [c.index_part is not None for c in chunks] == [False, False, True, True]
+    by_spec = {spec.name: spec for spec in options.embedded_index}
+    assert chunks[2].index_part == index_part(table.column("t"), by_spec["t"])
+    assert chunks[3].index_part == index_part(table.column("u"), by_spec["u"])
+
+
 class _Point(pa.ExtensionType):
     def __init__(self) -> None:
         super().__init__(pa.struct([("x", pa.float64()), ("y", pa.float64())]), "test.point")
