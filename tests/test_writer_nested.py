@@ -304,3 +304,45 @@ def test_encrypted_nested_files_read_by_pyarrow(tmp_path: Path) -> None:
             jobs.append(_job(case.name, path, expected, verify_checksums=True))
     results = run_pyarrow(tmp_path, jobs)
     assert results == {job["name"]: "ok" for job in jobs}
+
+
+def test_readme_nested_snippet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    # --- README: nested columns
+    import pyarrow as pa
+
+    import streamwrite
+
+    table = pa.table(
+        {
+            "tags": pa.array([["a", "b"], [], None], pa.list_(pa.string())),
+            "point": pa.array(
+                [{"x": 1.0, "y": 2.0}, None, {"x": 3.0, "y": None}],
+                pa.struct([("x", pa.float64()), ("y", pa.float64())]),
+            ),
+            "attrs": pa.array([[("k", "v")], None, []], pa.map_(pa.string(), pa.string())),
+        }
+    )
+    # options name leaf columns by their dotted Parquet path
+    streamwrite.write_table(
+        table,
+        "nested.parquet",
+        column_encoding={"point.x": "BYTE_STREAM_SPLIT"},
+        bloom_filter_options={"tags.list.element": True},
+    )
+    # --- end
+    meta = pq.ParquetFile("nested.parquet").metadata
+    paths = [meta.row_group(0).column(i).path_in_schema for i in range(meta.num_columns)]
+    assert paths == [
+        "tags.list.element",
+        "point.x",
+        "point.y",
+        "attrs.key_value.key",
+        "attrs.key_value.value",
+    ]
+    assert "BYTE_STREAM_SPLIT" in meta.row_group(0).column(1).encodings
+    assert meta.row_group(0).column(0).bloom_filter_offset is not None
+    assert (
+        pq.read_table("nested.parquet").column("point").to_pylist()
+        == table.column("point").to_pylist()
+    )
