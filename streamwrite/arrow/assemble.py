@@ -307,7 +307,7 @@ def _without_nulls(array: pa.Array) -> pa.Array:
     if array.null_count == 0 or pa.types.is_null(array.type):
         return array
     if isinstance(array, pa.DictionaryArray):
-        return pa.DictionaryArray.from_arrays(_without_nulls(array.indices), array.dictionary)
+        return array  # null indices stay null: the dictionary may have no value to point at
     if isinstance(array, pa.ExtensionArray):
         return pa.ExtensionArray.from_storage(array.type, _without_nulls(array.storage))
     buffers = array.buffers()

@@ -432,3 +432,30 @@ def test_struct_leaves_disagreeing_are_corrupt() -> None:
     short = Leaf(np.array([1], np.int32), _levels([2]), None, 1)
     with pytest.raises(CorruptFileError, match="records"):
         assemble(schema.fields[0], [a, short], schema.columns, validate=True)
+
+
+def test_non_nullable_dictionary_child_of_a_null_struct() -> None:
+    """Found by the writer -> reader round trip: a required dictionary child under a null
+    struct (all values null, so an empty dictionary; ``ordered`` kept)."""
+    dictionary = pa.dictionary(pa.int32(), pa.string(), ordered=True)
+    dtype = pa.struct([pa.field("f0", dictionary, False)])
+    schema = arrow_to_parquet(pa.schema([pa.field("c", dtype)]))
+    array = pa.array([None], type=pa.struct([pa.field("f0", pa.string(), False)])).cast(dtype)
+    result = assemble(
+        schema.fields[0], reference_shred(array, schema.fields[0], schema.columns),
+        schema.columns, validate=True,
+    )  # fmt: skip
+    result.validate(full=True)
+    assert result.type == dtype
+    assert result.to_pylist() == [None]
+
+
+def test_non_nullable_children_carry_no_validity() -> None:
+    """As pyarrow reads them: a required child under a null struct is zero, not null."""
+    dtype = pa.struct([pa.field("e", pa.float64(), False), pa.field("d", pa.int32())])
+    schema = arrow_to_parquet(pa.schema([pa.field("s", dtype)]))
+    e = Leaf(np.array([1.5], np.float64), _levels([1, 0]), None, 2)
+    d = Leaf(np.array([], np.int32), _levels([1, 0]), None, 2)
+    result = assemble(schema.fields[0], [e, d], schema.columns, validate=True)
+    assert result.to_pylist() == [{"e": 1.5, "d": None}, None]
+    assert result.field("e").null_count == 0 and result.field("d").null_count == 2
