@@ -116,12 +116,21 @@ class StaticKeys:
         return self._footer
 
     def column_key(self, column: str, key_metadata: bytes | None) -> bytes:
-        """Returns the key of ``column`` (by name, else by key metadata label).
+        """Returns the key of ``column`` (by its dotted name or that of a group above it, the
+        most specific first; else by key metadata label).
 
         Raises:
             EncryptionError: No key was given for the column.
         """
-        key = self._columns.get(column)
+        parts = column.split(".")
+        key = next(
+            (
+                self._columns[name]
+                for name in (".".join(parts[:size]) for size in range(len(parts), 0, -1))
+                if name in self._columns
+            ),
+            None,
+        )
         if key is None and key_metadata:
             key = self._columns.get(bytes(key_metadata).decode("utf-8", "replace"))
         if key is None:
