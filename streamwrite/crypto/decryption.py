@@ -75,7 +75,8 @@ def _check_key(key: object, what: str) -> bytes:
 class StaticKeys:
     """Explicit keys by role: the footer key and one key per column name.
 
-    A column's key is looked up by its dotted ``path_in_schema`` first, then by its key metadata
+    A column's key is looked up by its dotted ``path_in_schema`` first (then by the paths of the
+    groups above it, a struct, list or map name covering its leaves), then by its key metadata
     read as a UTF-8 label (so ``{"kc1": key}`` works for files whose key metadata is a key id).
 
     Args:
