@@ -51,7 +51,7 @@ from streamwrite.options import make_write_options
 from streamwrite.skipping.bloom import SparkBloomFilter
 from streamwrite.skipping.config import IndexSpec, SkippingConfig
 from streamwrite.skipping.sketch import SegmentSketch
-from workers.leveled_chunk import encode_leveled_chunk
+from workers.chunk import encode_chunk
 
 __all__ = [
     "BLOOM_UDT",
@@ -427,17 +427,20 @@ def write_store_file(
     chunks = []
     for ordinal, leaf in enumerate(schema.leaves):
         levels = leaf_levels(table, leaf)
-        settings = replace(chunk_settings(leaf.spec, options), path_in_schema=leaf.path)
+        settings = replace(
+            chunk_settings(leaf.spec, options),
+            path_in_schema=leaf.path,
+            max_repetition_level=leaf.max_repetition_level,
+        )
         crypto = None if encryptor is None else encryptor.chunk_crypto(0, ordinal)
         chunks.append(
-            encode_leveled_chunk(
+            encode_chunk(
                 settings,
-                leaf.max_repetition_level,
                 levels.values,
                 levels.def_levels,
-                levels.rep_levels,
                 levels.num_rows,
                 crypto,
+                rep_levels=levels.rep_levels,
             )
         )
     data = writer.start() + writer.add_row_group(chunks, table.num_rows) + writer.footer()

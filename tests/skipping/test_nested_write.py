@@ -18,7 +18,7 @@ from streamwrite.encode import chunk_settings
 from streamwrite.errors import UnsupportedError
 from streamwrite.layout.file_writer import FileWriter
 from streamwrite.options import make_write_options
-from workers.leveled_chunk import encode_leveled_chunk
+from workers.chunk import encode_chunk
 
 EXAMPLES = int(os.environ.get("STREAMWRITE_HYPOTHESIS_EXAMPLES", "40"))
 
@@ -30,15 +30,18 @@ def _write(table: pa.Table) -> bytes:
     chunks = []
     for leaf in schema.leaves:
         levels = leaf_levels(table, leaf)
-        settings_ = replace(chunk_settings(leaf.spec, options), path_in_schema=leaf.path)
+        settings_ = replace(
+            chunk_settings(leaf.spec, options),
+            path_in_schema=leaf.path,
+            max_repetition_level=leaf.max_repetition_level,
+        )
         chunks.append(
-            encode_leveled_chunk(
+            encode_chunk(
                 settings_,
-                leaf.max_repetition_level,
                 levels.values,
                 levels.def_levels,
-                levels.rep_levels,
                 levels.num_rows,
+                rep_levels=levels.rep_levels,
             )
         )
     return writer.start() + writer.add_row_group(chunks, table.num_rows) + writer.footer()
