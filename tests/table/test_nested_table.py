@@ -17,6 +17,7 @@ import pytest
 import streamwrite
 from streamwrite.errors import ConfigError, SchemaError
 from streamwrite.table.api import open_table
+from streamwrite.table.state import segment_data_path
 from tests.live._nested_rows import NESTED_SCHEMA, nested_rows
 
 
@@ -52,10 +53,10 @@ def test_partitioned_nested_table_reads_back_and_pyarrow_reads_its_segments(
     assert got.sort_by("id").equals(expected)
     snapshot = streamwrite.read_snapshot(str(path))
     pieces = []
-    for file in snapshot.files:  # each committed segment, as pyarrow reads a Parquet file
-        data = (path / file.path).read_bytes()[: file.size]
+    for name, size in snapshot.files:  # each committed segment, as pyarrow reads a file
+        data = segment_data_path(path / name).read_bytes()[:size]
         pieces.append(pq.read_table(pa.BufferReader(data), page_checksum_verification=True))
-    assert len({p.split("/")[0] for p in (f.path for f in snapshot.files)}) == 13
+    assert len({name.split("/")[0] for name, _ in snapshot.files}) == 13
     assert pa.concat_tables(pieces).sort_by("id").equals(expected)
 
 
