@@ -200,6 +200,31 @@ def test_embedded_index_on_a_nested_column_is_a_config_error() -> None:
     assert_reads_back(data, table)
 
 
+def test_embedded_index_parts_go_to_the_flat_column_leaf_after_nested_fields() -> None:
+    from streamwrite.arrow.schema import arrow_to_parquet
+    from streamwrite.encode import encode_row_group, index_part
+    from streamwrite.options import make_write_options
+
+    dtype = pa.struct([("a", pa.int64()), ("b", pa.list_(pa.string()))])
+    table = pa.table(
+        {"s": pa.array([{"a": 1, "b": ["x"]}, None], dtype), "t": [5, 7], "u": ["p", "q"]}
+    )
+    schema = arrow_to_parquet(table.schema)
+    names = [c.name for c in schema.columns]
+    options = make_write_options(names, embedded_index={"t": ["distinct"], "u": ["distinct"]})
+    chunks = encode_row_group(table, schema, options)
+    assert [tuple(c.meta_data.path_in_schema) for c in chunks] == [
+        ("s", "a"),
+        ("s", "b", "list", "element"),
+        ("t",),
+        ("u",),
+    ]
+    assert [c.index_part is not None for c in chunks] == [False, False, True, True]
+    by_spec = {spec.name: spec for spec in options.embedded_index}
+    assert chunks[2].index_part == index_part(table.column("t"), by_spec["t"])
+    assert chunks[3].index_part == index_part(table.column("u"), by_spec["u"])
+
+
 class _Point(pa.ExtensionType):
     def __init__(self) -> None:
         super().__init__(pa.struct([("x", pa.float64()), ("y", pa.float64())]), "test.point")
@@ -279,3 +304,61 @@ def test_encrypted_nested_files_read_by_pyarrow(tmp_path: Path) -> None:
             jobs.append(_job(case.name, path, expected, verify_checksums=True))
     results = run_pyarrow(tmp_path, jobs)
     assert results == {job["name"]: "ok" for job in jobs}
+
+
+def test_readme_nested_snippet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    # --- README: nested columns
+    import pyarrow as pa
+
+    import streamwrite
+
+    table = pa.table(
+        {
+            "tags": pa.array([["a", "b"], [], None], pa.list_(pa.string())),
+            "point": pa.array(
+                [{"x": 1.0, "y": 2.0}, None, {"x": 3.0, "y": None}],
+                pa.struct([("x", pa.float64()), ("y", pa.float64())]),
+            ),
+            "attrs": pa.array([[("k", "v")], None, []], pa.map_(pa.string(), pa.string())),
+        }
+    )
+    # options name leaf columns by their dotted Parquet path
+    streamwrite.write_table(
+        table,
+        "nested.parquet",
+        column_encoding={"point.x": "BYTE_STREAM_SPLIT"},
+        bloom_filter_options={"tags.list.element": True},
+    )
+    # --- end
+    meta = pq.ParquetFile("nested.parquet").metadata
+    paths = [meta.row_group(0).column(i).path_in_schema for i in range(meta.num_columns)]
+    assert paths == [
+        "tags.list.element",
+        "point.x",
+        "point.y",
+        "attrs.key_value.key",
+        "attrs.key_value.value",
+    ]
+    assert "BYTE_STREAM_SPLIT" in meta.row_group(0).column(1).encodings
+    assert meta.row_group(0).column(0).bloom_filter_offset is not None
+    assert (
+        pq.read_table("nested.parquet").column("point").to_pylist()
+        == table.column("point").to_pylist()
+    )
+
+
+def test_the_encoding_planner_keeps_a_nested_leafs_decision() -> None:
+    from streamwrite.arrow.schema import arrow_to_parquet
+    from streamwrite.encode import EncodingPlanner, encode_row_group
+    from streamwrite.options import make_write_options
+
+    table = pa.table({"l": pa.array([[i, i + 1] for i in range(1000)], pa.list_(pa.int64()))})
+    schema = arrow_to_parquet(table.schema)
+    options = make_write_options([c.name for c in schema.columns])
+    planner = EncodingPlanner()
+    for _ in range(3):
+        encode_row_group(table, schema, options, planner=planner)
+    assert planner.decision(("l", "list", "element")) is not None
+    assert planner.num_analysed == 1  # the first chunk only: the others followed its decision
+    assert planner.settings(schema.columns[0], options).decision is not None
