@@ -346,3 +346,19 @@ def test_readme_nested_snippet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         pq.read_table("nested.parquet").column("point").to_pylist()
         == table.column("point").to_pylist()
     )
+
+
+def test_the_encoding_planner_keeps_a_nested_leafs_decision() -> None:
+    from streamwrite.arrow.schema import arrow_to_parquet
+    from streamwrite.encode import EncodingPlanner, encode_row_group
+    from streamwrite.options import make_write_options
+
+    table = pa.table({"l": pa.array([[i, i + 1] for i in range(1000)], pa.list_(pa.int64()))})
+    schema = arrow_to_parquet(table.schema)
+    options = make_write_options([c.name for c in schema.columns])
+    planner = EncodingPlanner()
+    for _ in range(3):
+        encode_row_group(table, schema, options, planner=planner)
+    assert planner.decision(("l", "list", "element")) is not None
+    assert planner.num_analysed == 1  # the first chunk only: the others followed its decision
+    assert planner.settings(schema.columns[0], options).decision is not None

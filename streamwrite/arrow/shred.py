@@ -329,7 +329,7 @@ def _leaf(
 ) -> None:
     part.def_levels.append(entries.def_levels)
     part.rep_levels.append(entries.rep_levels)
-    positions = entries.idx[live]
+    positions = entries.idx if bool(live.all()) else entries.idx[live]
     count = positions.shape[0]
     if count == 0:
         part.values.append(array.slice(0, 0))
