@@ -22,7 +22,7 @@ import pytest
 import streamwrite
 from streamwrite.crypto import InMemoryKms
 from streamwrite.crypto.decryption import DecryptionConfig
-from streamwrite.errors import SchemaError
+from streamwrite.errors import ConfigError, SchemaError
 from streamwrite.reader.file import ParquetFile
 from streamwrite.reader.verify import verify_file
 from tests.crypto.test_keys import _PyarrowKms
@@ -255,8 +255,11 @@ def test_filters_with_page_index_keep_nested_fields_aligned() -> None:
 def test_filters_cannot_name_list_leaves() -> None:
     buf = io.BytesIO()
     pq.write_table(_table(30), buf)
-    with ParquetFile(buf.getvalue()) as pf, pytest.raises(SchemaError):
-        pf.read(filters=[("l.list.element", "=", 3)])
+    with ParquetFile(buf.getvalue()) as pf:
+        with pytest.raises(ConfigError, match="inside the list"):
+            pf.read(filters=[("l.list.element", "=", 3)])
+        with pytest.raises((ConfigError, SchemaError)):
+            pf.read(filters=[("l", "=", 3)])
 
 
 # --- other writers ---------------------------------------------------------------------------
@@ -344,3 +347,32 @@ def test_pyarrow_encrypted_nested_files_with_leaf_column_keys(
         flt = [("id", ">=", 120), ("id", "<", 140)]
         _same(pf.read(filters=flt), table.filter((pc.field("id") >= 120) & (pc.field("id") < 140)))
     assert verify_file(path, decryption=config).problems == []
+
+
+def test_filters_on_struct_fields_prune_by_statistics_and_page_index() -> None:
+    """``s.a`` is a struct leaf: its footer statistics skip row groups and its page index
+    (first_row_index counts records = rows) cuts pages; lists read alongside stay aligned."""
+    n = 3000
+    table = pa.table(
+        {
+            "x": list(range(n)),
+            "s": [{"a": i, "b": str(i)} if i % 7 else None for i in range(n)],
+            "l": [[i, None] if i % 3 else None for i in range(n)],
+        }
+    )
+    buf = io.BytesIO()
+    pq.write_table(table, buf, row_group_size=500, write_page_index=True, data_page_size=200,
+                   write_batch_size=50)  # fmt: skip
+    flt = [("s.a", ">=", 1210), ("s.a", "<", 1240)]
+    expected = table.filter((pc.field("s", "a") >= 1210) & (pc.field("s", "a") < 1240))
+    with ParquetFile(buf.getvalue()) as pf:
+        plan = pf.plan(flt)
+        assert plan.skipped("statistics") == 5
+        assert plan.num_rows_read < 500  # the page index of s.a cut rows
+        _same(pf.read(filters=flt), expected)
+        _same(pf.read(["l", "x"], filters=flt), expected.select(["l", "x"]))
+        # a struct path asked for and another child of it in the filter
+        got = pf.read(["s.b"], filters=flt)
+        assert got.column("s").to_pylist() == [{"b": s["b"]} for s in expected["s"].to_pylist()]
+        nulls = pf.read(filters=pc.field("s", "a").is_null())
+        assert nulls.num_rows == sum(1 for i in range(n) if i % 7 == 0)
