@@ -159,7 +159,8 @@ class ParquetWriter:
     Raises:
         TypeError: A keyword argument that is not an option.
         ConfigError: Bad option values, or encryption settings naming unknown columns.
-        SchemaError: A type streamwrite cannot write (``UnsupportedError`` for nested types).
+        SchemaError: A type streamwrite cannot write (``UnsupportedError``: unions, empty
+            structs...).
         EncryptionError: The KMS fails to wrap a data key.
         StreamwriteIOError: The temporary file cannot be created.
     """
@@ -174,7 +175,9 @@ class ParquetWriter:
     ) -> None:
         check_option_names(options, "ParquetWriter", ("encryption",))
         self.schema = arrow_to_parquet(schema)
-        self.options = make_write_options(schema.names, caller="ParquetWriter", **options)
+        self.options = make_write_options(
+            [spec.path_in_schema for spec in self.schema.columns], caller="ParquetWriter", **options
+        )
         check_write_options(self.schema, self.options)
         if encryption is not None and not isinstance(encryption, FileEncryption):
             raise ConfigError(
@@ -183,7 +186,7 @@ class ParquetWriter:
         self._encryptor = (
             None
             if encryption is None
-            else encryption._open_file([spec.name for spec in self.schema.columns])
+            else encryption._open_file([spec.path_in_schema for spec in self.schema.columns])
         )
         self._writer = FileWriter(self.schema, self.options, encryptor=self._encryptor)
         self._planner = EncodingPlanner()  # each column's encoding decided once, re-sampled
@@ -364,7 +367,8 @@ def write_table(
         ConfigError: Bad option values, or encryption settings naming unknown columns.
         EncryptionError: The KMS fails to wrap a data key.
         LimitError: An encrypted file would get more than 32768 row groups.
-        SchemaError: A type streamwrite cannot write (``UnsupportedError`` for nested types),
+        SchemaError: A type streamwrite cannot write (``UnsupportedError``: unions, empty
+            structs...).
             or a value that does not fit its column (a null in a REQUIRED column...).
         StreamwriteIOError: The file cannot be written.
     """
