@@ -7,9 +7,10 @@ chunks go (a file, a live file's commit) differ::
     data --as_table--> pa.Table of the target schema       SchemaError naming the first
                                                            column that differs
          --check_values--> every value fits its column     before any row group is written
-         --row_group_jobs--> EncodeChunkJob per column     to_physical + chunk_settings (+ the
-                                                           column's ChunkCrypto if encrypted)
-         --run_job / an executor--> EncodedChunk per column  (workers, ring 2)
+         --row_group_jobs--> EncodeChunkJob per leaf       shred (levels and values of each
+                                                           leaf of each field) + chunk_settings
+                                                           (+ the leaf's ChunkCrypto)
+         --run_job / an executor--> EncodedChunk per leaf    (workers, ring 2)
          --attach_index_parts--> each chunk of an indexed    embedded index parts (spec 001):
                                  column carries its part    distinct values, block min/max
          --FileWriter.add_row_group--> file bytes           (layout, ring 1)
@@ -44,7 +45,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from streamwrite.arrow.column import FieldNode, NodeKind
 from streamwrite.arrow.schema import ColumnSpec, ParquetSchema
+from streamwrite.arrow.shred import shred
 from streamwrite.arrow.values import to_physical
 from streamwrite.crypto.encryption import FileEncryptor
 from streamwrite.errors import ConfigError, SchemaError
@@ -79,16 +82,17 @@ __all__ = [
 
 
 def chunk_settings(spec: ColumnSpec, options: WriteOptions) -> ChunkSettings:
-    """The encoder settings of one column under ``options``.
+    """The encoder settings of one leaf column under ``options``.
 
     Returns:
         The settings a job of this column carries (picklable).
     """
     return ChunkSettings(
-        path_in_schema=(spec.name,),
+        path_in_schema=spec.path_in_schema,
         physical_type=spec.physical_type,
         type_length=spec.type_length,
         max_definition_level=spec.max_definition_level,
+        max_repetition_level=spec.max_repetition_level,
         sort_order=spec.sort_order,
         column=options.column(spec.name),
         data_page_size=options.data_page_size,
@@ -148,7 +152,7 @@ class EncodingPlanner:
         if options is not self._options:
             self._options = options
             self._settings.clear()
-        key = (spec.name,)
+        key = spec.path_in_schema
         decision = self._decisions.get(key)
         check = self._ages.get(key, 0) % CARDINALITY_CHECK_EVERY == 0  # first, then every n-th
         cached = self._settings.get((spec.name, check))
@@ -299,15 +303,40 @@ def check_values(table: pa.Table, schema: ParquetSchema) -> None:
     precision, ``date64`` and ``time32[s]`` against INT32, ``timestamp[s]`` against int64
     milliseconds) by converting the whole column once; every other conversion cannot fail on
     a value. (Should a later row group fail anyway, the writer fails and publishes nothing.)
+    A nested field is shredded whole (:func:`~streamwrite.arrow.shred.shred`) when one of its
+    REQUIRED levels holds a null anywhere or one of its leaves checks values; otherwise it
+    cannot fail.
 
     Raises:
-        SchemaError: As :func:`streamwrite.arrow.schema.to_physical`, for the first column holding
-            a bad value.
+        SchemaError: As :func:`streamwrite.arrow.schema.to_physical` and
+            :func:`~streamwrite.arrow.shred.shred`, for the first column holding a bad value.
     """
-    for spec, column in zip(schema.columns, table.columns, strict=True):
-        required = spec.repetition == FieldRepetitionType.REQUIRED
-        if (required and column.null_count) or _checks_values(spec.field.type):
-            to_physical(column, spec)
+    for index, node in enumerate(schema.fields):
+        column = table.column(index)
+        if node.kind is NodeKind.LEAF:
+            spec = schema.columns[node.leaf_start]
+            required = spec.repetition == FieldRepetitionType.REQUIRED
+            if (required and column.null_count) or _checks_values(spec.field.type):
+                to_physical(column, spec)
+        elif any(_may_refuse(chunk, node) for chunk in column.chunks):
+            shred(column, node, schema.columns)
+
+
+def _may_refuse(array: pa.Array, node: FieldNode) -> bool:
+    """Whether shredding ``array`` may raise: a REQUIRED node's array holds a null (it may be
+    under a null parent: only shredding tells), or a leaf's conversion checks values."""
+    if not node.nullable and array.null_count:
+        return True
+    if node.kind is NodeKind.LEAF:
+        return _checks_values(node.field.type)
+    if isinstance(array, pa.ExtensionArray):
+        array = array.storage
+    if node.kind is NodeKind.STRUCT:
+        return any(_may_refuse(array.field(i), c) for i, c in enumerate(node.children))
+    if node.kind is NodeKind.LIST:
+        return _may_refuse(array.values, node.children[0])
+    entries = array.values  # MAP: struct<key, value>
+    return any(_may_refuse(entries.field(i), c) for i, c in enumerate(node.children))
 
 
 def check_write_options(schema: ParquetSchema, options: WriteOptions) -> None:
@@ -328,7 +357,13 @@ def check_write_options(schema: ParquetSchema, options: WriteOptions) -> None:
             )
     by_name = {spec.name: spec for spec in schema.columns}
     for index_spec in options.embedded_index:
-        value_type = _value_type(by_name[index_spec.name].field.type)
+        indexed = by_name.get(index_spec.name)
+        if indexed is None or indexed.is_nested:
+            raise ConfigError(
+                f"embedded_index names column {index_spec.name!r}, which is not a flat "
+                "top-level column: spec 001's embedded indexes cover flat columns only."
+            )
+        value_type = _value_type(indexed.field.type)
         if index_spec.distinct and _value_kind(value_type) is None:
             raise ConfigError(
                 f"embedded_index asks for a distinct index on column {index_spec.name!r} of "
@@ -474,8 +509,12 @@ def index_part(column: pa.ChunkedArray, spec: IndexColumnSpec) -> ColumnIndexPar
 def attach_index_parts(
     chunks: list[EncodedChunk], table: pa.Table, options: WriteOptions
 ) -> list[EncodedChunk]:
-    """The chunks of one row group (``table``'s rows, schema order), each chunk of a column
-    with an embedded index carrying its :func:`index_part`.
+    """The chunks of one row group (``table``'s rows, one per leaf column in schema order),
+    each chunk of a column with an embedded index carrying its :func:`index_part`.
+
+    Embedded indexes cover flat top-level columns (:func:`check_write_options`): the indexed
+    column is the table's column of that name, its chunk the one whose ``path_in_schema`` is
+    that name alone.
 
     Returns:
         ``chunks`` itself when no column is indexed, else a new list.
@@ -483,11 +522,11 @@ def attach_index_parts(
     if not options.embedded_index:
         return chunks
     chunks = list(chunks)
-    names = table.column_names
+    paths = [tuple(chunk.meta_data.path_in_schema or ()) for chunk in chunks]
     for spec in options.embedded_index:
-        ordinal = names.index(spec.name)
-        part = index_part(table.column(ordinal), spec)
-        chunks[ordinal] = replace(chunks[ordinal], index_part=part)
+        leaf = paths.index((spec.name,))
+        part = index_part(table.column(spec.name), spec)
+        chunks[leaf] = replace(chunks[leaf], index_part=part)
     return chunks
 
 
@@ -499,7 +538,9 @@ def row_group_jobs(
     row_group_ordinal: int = 0,
     planner: EncodingPlanner | None = None,
 ) -> list[EncodeChunkJob]:
-    """One encoding job per column of ``table`` (one row group), in schema order.
+    """One encoding job per leaf column of ``table`` (one row group), in schema order: each
+    field's column is shredded (:func:`~streamwrite.arrow.shred.shred`; a flat column is
+    :func:`~streamwrite.arrow.values.to_physical`) into its leaves' levels and values.
 
     Args:
         table: The row group's rows.
@@ -517,29 +558,33 @@ def row_group_jobs(
 
     Raises:
         LimitError: An encrypted file's ``row_group_ordinal`` exceeds 32767.
+        SchemaError: A value cannot be written (as :func:`check_values`).
     """
     if encryptor is not None:
         encryptor.check_row_group_ordinal(row_group_ordinal)
     jobs = []
-    for ordinal, (spec, column) in enumerate(zip(schema.columns, table.columns, strict=True)):
-        physical = to_physical(column, spec)
-        jobs.append(
-            EncodeChunkJob(
-                settings=(
-                    chunk_settings(spec, options)
-                    if planner is None
-                    else planner.settings(spec, options)
-                ),
-                values=physical.values,
-                def_levels=physical.def_levels,
-                num_rows=physical.num_rows,
-                crypto=(
-                    None
-                    if encryptor is None
-                    else encryptor.chunk_crypto(row_group_ordinal, ordinal)
-                ),
+    for index, node in enumerate(schema.fields):
+        leaves = shred(table.column(index), node, schema.columns)
+        for leaf, data in zip(node.leaves, leaves, strict=True):
+            spec = schema.columns[leaf]
+            jobs.append(
+                EncodeChunkJob(
+                    settings=(
+                        chunk_settings(spec, options)
+                        if planner is None
+                        else planner.settings(spec, options)
+                    ),
+                    values=data.values,
+                    def_levels=data.def_levels,
+                    num_rows=data.num_rows,
+                    crypto=(
+                        None
+                        if encryptor is None
+                        else encryptor.chunk_crypto(row_group_ordinal, leaf)
+                    ),
+                    rep_levels=data.rep_levels,
+                )
             )
-        )
     return jobs
 
 
@@ -552,13 +597,14 @@ def encode_row_group(
     row_group_ordinal: int = 0,
     planner: EncodingPlanner | None = None,
 ) -> list[EncodedChunk]:
-    """Encode every column of ``table`` (one row group) into column chunks, in schema order.
+    """Encode every leaf column of ``table`` (one row group) into column chunks, in schema
+    order.
 
     ``encryptor``, ``row_group_ordinal`` and ``planner`` as in :func:`row_group_jobs`; the
     planner observes the chunks before they are returned.
 
     Returns:
-        One encoded chunk per column.
+        One encoded chunk per leaf column.
 
     Raises:
         LimitError: An encrypted file's ``row_group_ordinal`` exceeds 32767.

@@ -174,7 +174,9 @@ class ParquetWriter:
     ) -> None:
         check_option_names(options, "ParquetWriter", ("encryption",))
         self.schema = arrow_to_parquet(schema)
-        self.options = make_write_options(schema.names, caller="ParquetWriter", **options)
+        self.options = make_write_options(
+            [spec.name for spec in self.schema.columns], caller="ParquetWriter", **options
+        )
         check_write_options(self.schema, self.options)
         if encryption is not None and not isinstance(encryption, FileEncryption):
             raise ConfigError(

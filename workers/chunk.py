@@ -40,11 +40,10 @@ from streamwrite.format.thrift.codec import serialize
 from streamwrite.options import ColumnOptions, DataPageVersion
 from workers.bloom import SplitBlockBloomFilter, hash_values, optimal_num_bytes
 from workers.choose import apply_decision, choose_encodings
-from workers.encoding._varint import encode_uleb128
 from workers.encoding.dictionary import dictionary_encode, encode_dictionary_indices
 from workers.encoding.plain import encode_plain
-from workers.encoding.rle_hybrid import encode_levels_v1, encode_rle_hybrid
 from workers.encodings import check_encoding, encode_values
+from workers.levels import RecordMap, encode_levels, level_histogram, record_map
 from workers.page import (
     BuiltPage,
     ChunkCrypto,
@@ -82,6 +81,8 @@ class ChunkSettings:
     write_page_index: bool
     write_page_checksum: bool
     statistics_truncate_length: int
+    max_repetition_level: int = 0
+    """Repetition levels are written (and ``encode_chunk`` takes them) when above 0."""
     dictionary_typed: bool = False
     """The Arrow column is dictionary-typed: pyarrow reads only PLAIN/dictionary pages into it."""
     decision: EncodingDecision | None = None
@@ -105,39 +106,32 @@ def _plain_entry_sizes(values: Any, settings: ChunkSettings) -> npt.NDArray[np.i
 
 
 class _PageSplitter:
-    """Cuts a row range into pages by row count and estimated encoded bytes.
+    """Cuts a record range into pages by record count and estimated encoded value bytes.
 
-    ``value_prefix[r]`` is the number of non-null values in rows ``[0, r)`` (None when the
-    column is REQUIRED and rows are values).
+    Pages end only at record starts (``records`` maps records to values), so a record never
+    spans two pages; a page holds at least one record.
     """
 
-    def __init__(self, settings: ChunkSettings, value_prefix: npt.NDArray[np.int64] | None):
+    def __init__(self, settings: ChunkSettings, records: RecordMap):
         self._settings = settings
-        self._prefix = value_prefix
-
-    def value_of_row(self, row: int) -> int:
-        return row if self._prefix is None else int(self._prefix[row])
-
-    def row_of_value(self, value: int) -> int:
-        """The first row at or after which ``value`` values have been seen."""
-        if self._prefix is None:
-            return value
-        return int(np.searchsorted(self._prefix, value, side="left"))
+        self._records = records
 
     def split(
         self, row_start: int, row_stop: int, value_sizes: npt.NDArray[np.int64] | float
     ) -> list[tuple[int, int]]:
-        """Row ranges of the pages; ``value_sizes`` is one bytes-per-value figure or per value."""
+        """Record ranges of the pages; ``value_sizes`` is one bytes-per-value figure or per
+        value."""
+        records = self._records
         limit_bytes = self._settings.data_page_size
         cum = None
         if isinstance(value_sizes, np.ndarray):
             cum = np.zeros(value_sizes.shape[0] + 1, dtype=np.int64)
             np.cumsum(value_sizes, out=cum[1:])
-            base = self.value_of_row(row_start)
+            base = records.value_of(row_start)
         pages = []
         row = row_start
         while row < row_stop:
-            first_value = self.value_of_row(row)
+            first_value = records.value_of(row)
             if cum is None:
                 width = float(value_sizes)
                 value_stop = first_value + max(1, int(limit_bytes / width) if width else 1 << 62)
@@ -146,7 +140,9 @@ class _PageSplitter:
                 fit = int(np.searchsorted(cum, cum[local] + limit_bytes, side="right")) - 1
                 value_stop = base + max(fit, local + 1)
             end = min(row + self._settings.data_page_row_limit, row_stop)
-            end = min(end, max(self.row_of_value(value_stop), row + 1))
+            if value_stop < records.value_of(row_stop):
+                # (When every remaining value fits, so do the records without values after.)
+                end = min(end, max(records.row_at_or_before_value(value_stop), row + 1))
             pages.append((row, end))
             row = end
         return pages
@@ -206,6 +202,7 @@ class _ChunkBuilder:
         self.page_null_flags: list[bool] = []
         self.page_byte_array_sizes: list[int] = []
         self.page_def_histograms: list[int] = []
+        self.page_rep_histograms: list[int] = []
 
     def add(self, page: BuiltPage, page_type: PageType, encoding: Encoding) -> int:
         offset = self.size
@@ -222,8 +219,7 @@ class _ChunkBuilder:
         encoding: Encoding,
         first_row: int,
         stats: ValueStats | None,
-        null_count: int,
-        num_values: int,
+        levels: _PageLevels,
         byte_array_size: int,
     ) -> None:
         page_type = (
@@ -240,39 +236,81 @@ class _ChunkBuilder:
             )
         )
         self.page_stats.append(stats)
-        self.page_null_counts.append(null_count)
-        self.page_null_flags.append(num_values == 0)
+        self.page_null_counts.append(levels.num_entries - levels.num_values)
+        self.page_null_flags.append(levels.num_values == 0)
         self.page_byte_array_sizes.append(byte_array_size)
-        self.page_def_histograms.extend((null_count, num_values))
+        self.page_def_histograms.extend(levels.def_histogram)
+        self.page_rep_histograms.extend(levels.rep_histogram)
 
 
-def _encode_def_levels(levels: npt.NDArray[np.uint8], num_values: int, v1: bool) -> bytes:
-    """Definition levels of a page; a page without nulls is one RLE run of 1s."""
-    if num_values == levels.shape[0] and num_values > 0:
-        run = encode_uleb128(num_values << 1) + b"\x01"
-        return (len(run).to_bytes(4, "little") + run) if v1 else run
-    return encode_levels_v1(levels, 1) if v1 else encode_rle_hybrid(levels, 1)
+@dataclass(frozen=True, slots=True)
+class _PageLevels:
+    """One data page's level entries and their encoded sections."""
+
+    num_rows: int
+    num_entries: int
+    num_values: int
+    rep_section: bytes
+    def_section: bytes
+    def_histogram: list[int]
+    rep_histogram: list[int]
+
+
+def _page_levels(
+    settings: ChunkSettings,
+    def_levels: npt.NDArray[np.uint8] | None,
+    rep_levels: npt.NDArray[np.uint8] | None,
+    num_rows: int,
+    num_values: int,
+) -> _PageLevels:
+    """Encode a page's levels (``*_levels`` already cut to the page) and count them."""
+    v1 = settings.data_page_version != DataPageVersion.V2
+    max_def = settings.max_definition_level
+    max_rep = settings.max_repetition_level
+    num_entries = num_values if def_levels is None else int(def_levels.shape[0])
+    def_section = b""
+    def_histogram = [num_entries - num_values, num_values]  # flat: [nulls, values]
+    if def_levels is not None:
+        no_nulls = num_values == num_entries
+        def_section = encode_levels(def_levels, max_def, max_def if no_nulls else None, v1)
+        if max_def > 1:
+            if no_nulls:
+                def_histogram = [0] * max_def + [num_entries]
+            else:
+                def_histogram = level_histogram(def_levels, max_def)
+    rep_section = b""
+    rep_histogram: list[int] = []
+    if rep_levels is not None:
+        num_entries = int(rep_levels.shape[0])
+        flat = num_entries == num_rows  # every entry starts a record: all levels 0
+        rep_section = encode_levels(rep_levels, max_rep, 0 if flat else None, v1)
+        if max_rep > 0:
+            if flat:
+                rep_histogram = [num_entries] + [0] * max_rep
+            else:
+                rep_histogram = level_histogram(rep_levels, max_rep)
+    return _PageLevels(
+        num_rows, num_entries, num_values, rep_section, def_section, def_histogram, rep_histogram
+    )
 
 
 def _data_page(
     settings: ChunkSettings,
     value_bytes: bytes,
-    def_levels: npt.NDArray[np.uint8] | None,
-    num_rows: int,
-    num_values: int,
+    levels: _PageLevels,
     encoding: Encoding,
     crypto: ChunkCrypto | None,
     page_ordinal: int,
 ) -> BuiltPage:
     column = settings.column
     if settings.data_page_version == DataPageVersion.V2:
-        levels = b"" if def_levels is None else _encode_def_levels(def_levels, num_values, False)
         return build_data_page_v2(
-            def_levels=levels,
+            rep_levels=levels.rep_section,
+            def_levels=levels.def_section,
             values=value_bytes,
-            num_values=num_rows,
-            num_nulls=num_rows - num_values,
-            num_rows=num_rows,
+            num_values=levels.num_entries,
+            num_nulls=levels.num_entries - levels.num_values,
+            num_rows=levels.num_rows,
             encoding=encoding,
             codec=column.compression,
             compression_level=column.compression_level,
@@ -280,11 +318,10 @@ def _data_page(
             crypto=crypto,
             page_ordinal=page_ordinal,
         )
-    levels = b"" if def_levels is None else _encode_def_levels(def_levels, num_values, True)
     return build_data_page_v1(
-        levels=levels,
+        levels=levels.rep_section + levels.def_section,
         values=value_bytes,
-        num_values=num_rows,
+        num_values=levels.num_entries,
         encoding=encoding,
         codec=column.compression,
         compression_level=column.compression_level,
@@ -301,18 +338,23 @@ def encode_chunk(
     num_rows: int,
     crypto: ChunkCrypto | None = None,
     dictionary: tuple[Any, npt.NDArray[np.int32]] | None = None,
+    rep_levels: npt.NDArray[np.uint8] | None = None,
 ) -> EncodedChunk:
     """Encode one column chunk.
 
     Args:
-        settings: the column's physical type, options and page limits.
-        values: the non-null values, in the :mod:`workers.values` form.
-        def_levels: one 0/1 definition level per row (None for REQUIRED columns).
-        num_rows: rows in the chunk.
+        settings: the column's physical type, levels, options and page limits.
+        values: the values of the level entries whose definition level is
+            ``settings.max_definition_level``, in the :mod:`workers.values` form.
+        def_levels: one definition level per level entry (None when
+            ``max_definition_level`` is 0).
+        num_rows: records in the chunk (level entries with repetition level 0).
         crypto: the column's cipher and the chunk's row group and column ordinals, when the
             column is encrypted.
         dictionary: ``dictionary_encode(values)`` when the caller has it already (compaction
             merges the source chunks' dictionaries); used if a dictionary is chosen.
+        rep_levels: one repetition level per level entry (None when
+            ``max_repetition_level`` is 0).
 
     Returns:
         The chunk bytes with its metadata, page index and bloom filter (pages and bloom
@@ -320,6 +362,7 @@ def encode_chunk(
 
     Raises:
         ConfigError: an explicitly chosen encoding that cannot encode this column.
+        FormatError: the levels disagree with ``num_rows`` or with the values.
         LimitError: an encrypted chunk with more than 32768 data pages or an ordinal above
             32767.
     """
@@ -329,12 +372,12 @@ def encode_chunk(
     if column.encoding is not None:
         check_encoding(column.encoding, ptype, name)
     num_values = count_values(values)
-    prefix = None
-    if def_levels is not None and num_values != num_rows:
-        # (Without nulls, row r holds value r: no prefix sums needed.)
-        prefix = np.zeros(num_rows + 1, dtype=np.int64)
-        np.cumsum(def_levels, out=prefix[1:])
-    splitter = _PageSplitter(settings, prefix)
+    if settings.max_repetition_level == 0:
+        rep_levels = None
+    records = record_map(
+        num_rows, num_values, def_levels, rep_levels, settings.max_definition_level, name
+    )
+    splitter = _PageSplitter(settings, records)
     builder = _ChunkBuilder(settings)
     num_distinct: int | None = None
     drift = False
@@ -351,7 +394,7 @@ def encode_chunk(
     truncate = settings.statistics_truncate_length
     want_stats = column.write_statistics
 
-    # Dictionary part: rows [0, dict_rows) use entries [0, num_entries) of the dictionary.
+    # Dictionary part: records [0, dict_rows) use entries [0, num_entries) of the dictionary.
     dict_rows = 0
     num_entries = 0
     index_width = 0.0
@@ -370,6 +413,18 @@ def encode_chunk(
             else int(np.argmax(indices >= num_entries))
         )
         if num_entries > 0 and cut_value > 0:
+            if cut_value == num_values:
+                dict_rows = num_rows
+            else:
+                # The cut falls on a record start: a record whose values cross it goes whole
+                # to the fallback part, and the dictionary page keeps the entries used before.
+                dict_rows = records.row_at_or_before_value(cut_value)
+                used_values = records.value_of(dict_rows)
+                if used_values == 0:
+                    dict_rows = 0
+                elif used_values < cut_value:
+                    num_entries = int(indices[:used_values].max()) + 1
+        if dict_rows > 0:
             page = build_dictionary_page(
                 values=encode_plain(distinct[:num_entries], ptype),
                 num_values=num_entries,
@@ -382,7 +437,6 @@ def encode_chunk(
                 page, PageType.DICTIONARY_PAGE, Encoding.PLAIN
             )
             index_width = max(1, (num_entries - 1).bit_length()) / 8.0
-            dict_rows = num_rows if cut_value == num_values else splitter.row_of_value(cut_value)
         num_distinct = count_values(distinct)
         drift = drift or (settings.decision is not None and dict_rows < num_rows)  # overflowed
 
@@ -396,13 +450,14 @@ def encode_chunk(
         if encoding is None:
             sizes: npt.NDArray[np.int64] | float = index_width
         elif isinstance(values, BinaryValues):
-            first, last = splitter.value_of_row(row_start), splitter.value_of_row(row_stop)
+            first, last = records.value_of(row_start), records.value_of(row_stop)
             sizes = _plain_entry_sizes(values[first:last], settings)
         else:
             sizes = float(_FIXED_WIDTH.get(ptype, settings.type_length or 1))
         ranges = splitter.split(row_start, row_stop, sizes) if row_stop > row_start else [(0, 0)]
         for r0, r1 in ranges:
-            v0, v1 = splitter.value_of_row(r0), splitter.value_of_row(r1)
+            v0, v1 = records.value_of(r0), records.value_of(r1)
+            e0, e1 = records.entry_of(r0), records.entry_of(r1)
             page_values = values[v0:v1]
             if encoding is None:
                 value_bytes = encode_dictionary_indices(indices[v0:v1], num_entries)
@@ -410,13 +465,17 @@ def encode_chunk(
             else:
                 value_bytes = encode_values(page_values, ptype, encoding)
                 page_encoding = encoding
-            levels = None if def_levels is None else def_levels[r0:r1]
+            levels = _page_levels(
+                settings,
+                None if def_levels is None else def_levels[e0:e1],
+                None if rep_levels is None else rep_levels[e0:e1],
+                r1 - r0,
+                v1 - v0,
+            )
             page = _data_page(
                 settings,
                 value_bytes,
                 levels,
-                r1 - r0,
-                v1 - v0,
                 page_encoding,
                 crypto,
                 len(builder.locations),  # the data page ordinal
@@ -437,9 +496,7 @@ def encode_chunk(
                     page_stats_values, ptype, settings.sort_order, max_size=truncate
                 )
             byte_array_size = page_values.total_size if isinstance(page_values, BinaryValues) else 0
-            builder.add_data_page(
-                page, page_encoding, r0, stats, (r1 - r0) - (v1 - v0), v1 - v0, byte_array_size
-            )
+            builder.add_data_page(page, page_encoding, r0, stats, levels, byte_array_size)
 
     # Chunk bounds: over the distinct values when the dictionary covers the whole chunk; a
     # chunk of one data page has that page's bounds (computed over the same values).
@@ -453,7 +510,15 @@ def encode_chunk(
         num_distinct=num_distinct,
     )
     return _finish(
-        settings, builder, values, stats_values, num_rows, num_values, distinct, crypto, observed
+        settings,
+        builder,
+        values,
+        stats_values,
+        records.num_entries,
+        num_values,
+        distinct,
+        crypto,
+        observed,
     )
 
 
@@ -462,14 +527,14 @@ def _finish(
     builder: _ChunkBuilder,
     values: Any,
     stats_values: Any,
-    num_rows: int,
+    num_level_entries: int,
     num_values: int,
     distinct: Any,
     crypto: ChunkCrypto | None,
     observed: ChunkObservation,
 ) -> EncodedChunk:
     ptype = settings.physical_type
-    null_count = num_rows - num_values
+    null_count = num_level_entries - num_values
     statistics = None
     if settings.column.write_statistics:
         page_stats = builder.page_stats
@@ -484,26 +549,32 @@ def _finish(
             )
         nans = count_nans(values, ptype, settings.sort_order)
         statistics = _statistics(chunk_stats, null_count, nans)
-    optional = settings.max_definition_level > 0
+    max_def = settings.max_definition_level
+    max_rep = settings.max_repetition_level
     is_byte_array = ptype == Type.BYTE_ARRAY
     size_statistics = t.SizeStatistics(
         unencoded_byte_array_data_bytes=(
             sum(builder.page_byte_array_sizes) if is_byte_array else None
         ),
-        definition_level_histogram=[null_count, num_values] if optional else None,
+        repetition_level_histogram=(
+            _sum_histograms(builder.page_rep_histograms, max_rep) if max_rep > 0 else None
+        ),
+        definition_level_histogram=(
+            _sum_histograms(builder.page_def_histograms, max_def) if max_def > 0 else None
+        ),
     )
     encodings: list[Encoding] = []
     for _, encoding in builder.encoding_counts:
         if encoding not in encodings:
             encodings.append(encoding)
-    if optional and Encoding.RLE not in encodings:
+    if (max_def > 0 or max_rep > 0) and Encoding.RLE not in encodings:
         encodings.append(Encoding.RLE)
     meta = t.ColumnMetaData(
         type=ptype,
         encodings=encodings,
         path_in_schema=list(settings.path_in_schema),
         codec=settings.column.compression,
-        num_values=num_rows,
+        num_values=num_level_entries,
         total_uncompressed_size=builder.total_uncompressed_size,
         total_compressed_size=builder.size,
         data_page_offset=builder.data_page_offset or 0,
@@ -538,6 +609,14 @@ def _finish(
     )
 
 
+def _sum_histograms(per_page: list[int], max_level: int) -> list[int]:
+    """The chunk's level histogram: the pages' histograms (concatenated) added up."""
+    if len(per_page) == max_level + 1:
+        return list(per_page)
+    sums = np.asarray(per_page, dtype=np.int64).reshape(-1, max_level + 1).sum(axis=0)
+    return [int(c) for c in sums]
+
+
 def _column_index(settings: ChunkSettings, builder: _ChunkBuilder) -> t.ColumnIndex | None:
     """The ColumnIndex, or None when a non-null page has no bounds (all NaN, no statistics)."""
     if not settings.column.write_statistics or settings.sort_order == SortOrder.UNDEFINED:
@@ -559,6 +638,9 @@ def _column_index(settings: ChunkSettings, builder: _ChunkBuilder) -> t.ColumnIn
         max_values=[b"" if m is None else m for m in maxs],
         boundary_order=boundary_order(mins, maxs, settings.sort_order, settings.physical_type),
         null_counts=list(builder.page_null_counts),
+        repetition_level_histograms=(
+            list(builder.page_rep_histograms) if settings.max_repetition_level > 0 else None
+        ),
         definition_level_histograms=(
             list(builder.page_def_histograms) if settings.max_definition_level > 0 else None
         ),

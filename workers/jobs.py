@@ -28,16 +28,23 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from streamwrite.errors import CorruptFileError
+from streamwrite.errors import CorruptFileError, UnsupportedError
 from streamwrite.format import structs as t
 from streamwrite.format.chunk import EncodedChunk
 from streamwrite.format.enums import Type
 from workers.chunk import ChunkCrypto, ChunkSettings, encode_chunk
-from workers.decode import DecodedChunk, decode_chunk
+from workers.decode import decode_chunk
 from workers.value_ops import concat_values, gather_dictionary, merge_dictionaries
 from workers.values import BinaryValues
 
-__all__ = ["EncodeChunkJob", "Job", "MergeChunkJob", "SourceChunk", "run_job"]
+__all__ = [
+    "EncodeChunkJob",
+    "Job",
+    "MergeChunkJob",
+    "SourceChunk",
+    "run_job",
+    "take_records",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,10 +56,19 @@ class EncodeChunkJob:
     def_levels: npt.NDArray[np.uint8] | None
     num_rows: int
     crypto: ChunkCrypto | None = None
+    rep_levels: npt.NDArray[np.uint8] | None = None
+    """One repetition level per level entry of a nested leaf (None when max_rep is 0)."""
 
     def run(self) -> EncodedChunk:
         """Returns: the encoded chunk."""
-        return encode_chunk(self.settings, self.values, self.def_levels, self.num_rows, self.crypto)
+        return encode_chunk(
+            self.settings,
+            self.values,
+            self.def_levels,
+            self.num_rows,
+            self.crypto,
+            rep_levels=self.rep_levels,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,23 +93,41 @@ integers, hashing the values costs about what merging the dictionaries does; flo
 need NaN payloads and signed zeros handled)."""
 
 
-def _take_rows(
-    decoded: DecodedChunk, source: SourceChunk, max_definition_level: int
-) -> tuple[Any, npt.NDArray[np.uint8] | None]:
-    """The values and levels of rows ``[row_start, row_stop)`` of a decoded chunk."""
-    values, levels = decoded.values, decoded.def_levels
-    if source.row_start == 0 and source.row_stop == decoded.num_rows:
-        return values, levels
-    if levels is None:
-        first, last = source.row_start, source.row_stop
+def take_records(
+    values: Any,
+    def_levels: npt.NDArray[np.uint8] | None,
+    rep_levels: npt.NDArray[np.uint8] | None,
+    num_rows: int,
+    row_start: int,
+    row_stop: int,
+    max_definition_level: int,
+) -> tuple[Any, npt.NDArray[np.uint8] | None, npt.NDArray[np.uint8] | None]:
+    """The values and levels of records ``[row_start, row_stop)`` of a decoded chunk.
+
+    A record is a level entry with repetition level 0 and the entries after it up to the next
+    one (a row of a flat column).
+
+    Returns:
+        ``(values, def_levels, rep_levels)`` of those records (levels None as given).
+    """
+    if row_start == 0 and row_stop == num_rows:
+        return values, def_levels, rep_levels
+    entry_start, entry_stop = row_start, row_stop
+    if rep_levels is not None:
+        starts = np.flatnonzero(rep_levels == 0)
+        entry_start = int(starts[row_start]) if row_start < num_rows else rep_levels.shape[0]
+        entry_stop = int(starts[row_stop]) if row_stop < num_rows else rep_levels.shape[0]
+        rep_levels = rep_levels[entry_start:entry_stop]
+    if def_levels is None:
+        first, last = entry_start, entry_stop
     else:
-        defined = levels == max_definition_level
-        first = int(np.count_nonzero(defined[: source.row_start]))
-        last = first + int(np.count_nonzero(defined[source.row_start : source.row_stop]))
-        levels = levels[source.row_start : source.row_stop]
+        defined = def_levels == max_definition_level
+        first = int(np.count_nonzero(defined[:entry_start]))
+        last = first + int(np.count_nonzero(defined[entry_start:entry_stop]))
+        def_levels = def_levels[entry_start:entry_stop]
     if isinstance(values, BinaryValues):
-        return BinaryValues(values.offsets[first : last + 1], values.data), levels
-    return values[first:last], levels
+        return BinaryValues(values.offsets[first : last + 1], values.data), def_levels, rep_levels
+    return values[first:last], def_levels, rep_levels
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,9 +151,17 @@ class MergeChunkJob:
             The encoded chunk.
 
         Raises:
-            CorruptFileError, LimitError, UnsupportedError: as decoding a source raises.
+            CorruptFileError, LimitError, UnsupportedError: as decoding a source raises;
+                UnsupportedError also for a repeated leaf (until the decoder gives its
+                repetition levels).
         """
         settings = self.settings
+        if settings.max_repetition_level > 0:
+            raise UnsupportedError(
+                f"Column {'.'.join(settings.path_in_schema)} is a repeated leaf "
+                f"(max repetition level {settings.max_repetition_level}): merging its chunks "
+                "needs the decoder's repetition levels."
+            )
         max_level = settings.max_definition_level
         keep_dictionary = (
             settings.column.use_dictionary and settings.physical_type in _MERGED_DICTIONARY_TYPES
@@ -145,7 +187,15 @@ class MergeChunkJob:
                     f"{source.where} has {decoded.num_rows} rows, its row group {source.num_rows}.",
                     source.start,
                 )
-            part_values, part_levels = _take_rows(decoded, source, max_level)
+            part_values, part_levels, _ = take_records(
+                decoded.values,
+                decoded.def_levels,
+                None,
+                decoded.num_rows,
+                source.row_start,
+                source.row_stop,
+                max_level,
+            )
             values.append(part_values)
             dictionaries.append(decoded.dictionary)
             if part_levels is not None:

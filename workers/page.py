@@ -306,7 +306,8 @@ def build_data_page_v1(
     crypto: ChunkCrypto | None = None,
     page_ordinal: int = 0,
 ) -> BuiltPage:
-    """A DATA_PAGE: ``levels`` already carry their 4-byte length prefixes (empty if required).
+    """A DATA_PAGE: ``levels`` (repetition then definition levels) already carry their 4-byte
+    length prefixes (empty for a flat REQUIRED column); ``num_values`` counts level entries.
 
     ``crypto`` encrypts the body and header as the ``page_ordinal``-th data page of the chunk.
 
@@ -342,6 +343,7 @@ def build_data_page_v1(
 
 def build_data_page_v2(
     *,
+    rep_levels: bytes = b"",
     def_levels: bytes,
     values: bytes,
     num_values: int,
@@ -356,6 +358,9 @@ def build_data_page_v2(
     page_ordinal: int = 0,
 ) -> BuiltPage:
     """A DATA_PAGE_V2: levels stay uncompressed and unprefixed; values are compressed if it helps.
+
+    The body is ``rep_levels def_levels values``; ``num_values`` counts level entries,
+    ``num_nulls`` those without a value and ``num_rows`` the records.
 
     ``crypto`` encrypts the header and the body as the ``page_ordinal``-th data page of the
     chunk: the whole body (levels and values) as one module, or, with
@@ -374,11 +379,12 @@ def build_data_page_v2(
         candidate = compress(codec, values, compression_level)
         if len(candidate) < len(values):
             compressed, is_compressed = candidate, True
+    levels = rep_levels + def_levels if rep_levels else def_levels
     if crypto is not None and crypto.v2_levels_plaintext:
-        body = def_levels + _seal(compressed, crypto, False, page_ordinal)
+        body = levels + _seal(compressed, crypto, False, page_ordinal)
     else:
-        body = _seal(def_levels + compressed, crypto, False, page_ordinal)
-    uncompressed_page_size = len(def_levels) + len(values)
+        body = _seal(levels + compressed, crypto, False, page_ordinal)
+    uncompressed_page_size = len(levels) + len(values)
     header = data_page_v2_header_bytes(
         uncompressed_page_size,
         len(body),
@@ -389,7 +395,7 @@ def build_data_page_v2(
             num_rows=num_rows,
             encoding=encoding,
             definition_levels_byte_length=len(def_levels),
-            repetition_levels_byte_length=0,
+            repetition_levels_byte_length=len(rep_levels),
             is_compressed=is_compressed,
             statistics=statistics,
         ),

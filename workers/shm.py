@@ -5,14 +5,15 @@ and
 reuses it across jobs (growing it on demand). For each job it copies the column buffers into the
 arena and sends the worker a small picklable :class:`SharedJob` through the worker's pipe::
 
-    arena := [values | offsets, data] [def_levels]      each array starts at a 64-byte boundary
+    arena := [values | offsets, data] [def_levels] [rep_levels]   each array 64-byte aligned
 
-    SharedJob(segment, segment_size, job, values, def_levels)
-        job         the EncodeChunkJob with values=None and def_levels=None (settings, num_rows;
-                    its class, so job subclasses run their own ``run``), or the
+    SharedJob(segment, segment_size, job, values, def_levels, ..., rep_levels)
+        job         the EncodeChunkJob with values, def_levels and rep_levels None (settings,
+                    num_rows; its class, so job subclasses run their own ``run``), or the
                     MergeChunkJob with each source's data=b""
         values      ArraySpec | BinarySpec, or None when the job carries its values inline
         def_levels  ArraySpec | None
+        rep_levels  ArraySpec | None (a nested leaf's repetition levels)
         sources     a MergeChunkJob's source pages, (offset, size) each:
                     arena := [source 0] [source 1] ...   each at a 64-byte boundary
 
@@ -108,6 +109,7 @@ class SharedJob:
     pause_flag: str = ""
     """A background MergeChunkJob: the pool's one-byte segment, non-zero while urgent jobs
     are in flight; the worker waits at the job's pause points while it is (``""``: never)."""
+    rep_levels: ArraySpec | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,8 +165,9 @@ def job_nbytes(job: Job) -> int:
             size += _align(values.offsets.nbytes) + _align(stop - start)
         else:
             size += _align(values.nbytes)
-    if job.def_levels is not None:
-        size += _align(job.def_levels.nbytes)
+    for levels in (job.def_levels, job.rep_levels):
+        if levels is not None:
+            size += _align(levels.nbytes)
     return size
 
 
@@ -202,11 +205,14 @@ def pack_job(job: Job, segment: str, buf: memoryview) -> SharedJob:
             values_spec = _put(buf, offset, values)
             offset += _align(values_spec.nbytes)
         values = None
-    levels_spec = None
+    levels_spec = rep_spec = None
     if job.def_levels is not None:
         levels_spec = _put(buf, offset, job.def_levels)
-    hollow = replace(job, values=values, def_levels=None)
-    return SharedJob(segment, len(buf), hollow, values_spec, levels_spec)
+        offset += _align(levels_spec.nbytes)
+    if job.rep_levels is not None:
+        rep_spec = _put(buf, offset, job.rep_levels)
+    hollow = replace(job, values=values, def_levels=None, rep_levels=None)
+    return SharedJob(segment, len(buf), hollow, values_spec, levels_spec, rep_levels=rep_spec)
 
 
 def _pack_merge_job(job: MergeChunkJob, segment: str, buf: memoryview) -> SharedJob:
@@ -245,7 +251,8 @@ def unpack_job(shared: SharedJob, buf: memoryview) -> Job:
     elif isinstance(shared.values, ArraySpec):
         values = _view(buf, shared.values)
     levels = None if shared.def_levels is None else _view(buf, shared.def_levels)
-    return replace(shared.job, values=values, def_levels=levels)
+    reps = None if shared.rep_levels is None else _view(buf, shared.rep_levels)
+    return replace(shared.job, values=values, def_levels=levels, rep_levels=reps)
 
 
 _TRACKER_LOCK = threading.Lock()

@@ -40,10 +40,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streamwrite.arrow.nested import leaf_levels, nested_to_parquet
+from streamwrite.arrow.schema import arrow_to_parquet
 from streamwrite.crypto.encryption import FileEncryption
 from streamwrite.crypto.kms import KeyWrapper
-from streamwrite.encode import chunk_settings
+from streamwrite.encode import encode_row_group
 from streamwrite.errors import ConfigError, StreamwriteIOError
 from streamwrite.io.local import fsync_directory
 from streamwrite.layout.file_writer import FileWriter
@@ -51,7 +51,6 @@ from streamwrite.options import make_write_options
 from streamwrite.skipping.bloom import SparkBloomFilter
 from streamwrite.skipping.config import IndexSpec, SkippingConfig
 from streamwrite.skipping.sketch import SegmentSketch
-from workers.leveled_chunk import encode_leveled_chunk
 
 __all__ = [
     "BLOOM_UDT",
@@ -411,8 +410,8 @@ def write_store_file(
     Raises:
         StreamwriteIOError: Writing or syncing fails (nothing is left under the final name).
     """
-    schema = nested_to_parquet(table.schema)
-    names = [leaf.spec.name for leaf in schema.leaves]
+    schema = arrow_to_parquet(table.schema)
+    names = [spec.name for spec in schema.columns]
     options = make_write_options(
         names,
         compression="snappy",
@@ -424,22 +423,7 @@ def write_store_file(
     )
     encryptor = None if encryption is None else encryption.encryption._open_file(names)
     writer = FileWriter(schema, options, encryptor=encryptor)
-    chunks = []
-    for ordinal, leaf in enumerate(schema.leaves):
-        levels = leaf_levels(table, leaf)
-        settings = replace(chunk_settings(leaf.spec, options), path_in_schema=leaf.path)
-        crypto = None if encryptor is None else encryptor.chunk_crypto(0, ordinal)
-        chunks.append(
-            encode_leveled_chunk(
-                settings,
-                leaf.max_repetition_level,
-                levels.values,
-                levels.def_levels,
-                levels.rep_levels,
-                levels.num_rows,
-                crypto,
-            )
-        )
+    chunks = encode_row_group(table, schema, options, encryptor=encryptor)
     data = writer.start() + writer.add_row_group(chunks, table.num_rows) + writer.footer()
     name = f"part-00000-{secrets.token_hex(16)}-c000"
     temp = directory / f".{name}.tmp"

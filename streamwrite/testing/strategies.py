@@ -14,6 +14,17 @@ this module. What each strategy draws::
     tables(...)              a table of a drawn (or given) schema, split into 1..3 chunks
     write_options(...)       keyword arguments of write_table / ParquetWriter / LiveFile.open
 
+nested types (list, large_list, fixed_size_list, struct, map at any depth over the flat
+types), with the cases a shredder gets wrong drawn often: empty lists, null lists whose
+offsets hide a non-empty range, lists of nulls, null structs whose children hold values
+(REQUIRED children included), maps with null values, slices at every level::
+
+    NESTED_KINDS             "list", "large_list", "fixed_size_list", "struct", "map"
+    nested_types(...)        a nested type of depth 1..max_depth over leaf_types
+    nested_arrays(dtype...)  arrays of any nested (or flat) dtype
+    nested_schemas(...)      schemas of fields "c0", "c1"... of nested (and some flat) types
+    nested_tables(...)       a table of a drawn (or given) nested schema, in 1..3 chunks
+
 and, for the kernels in ``workers/``, Parquet physical values::
 
     physical_values(ptype)   one INT32 / INT64 / FLOAT / DOUBLE / BYTE_ARRAY value, edge values
@@ -41,11 +52,17 @@ from streamwrite.format.enums import Type
 __all__ = [
     "CODEC_NAMES",
     "FLOAT_SPECIALS",
+    "MAP_KEY_TYPES",
+    "NESTED_KINDS",
     "WRITABLE_TYPES",
     "arrays",
     "arrow_types",
     "byte_array_lists",
     "int_lists",
+    "nested_arrays",
+    "nested_schemas",
+    "nested_tables",
+    "nested_types",
     "physical_values",
     "python_values",
     "record_batches",
@@ -407,3 +424,218 @@ def byte_array_lists(*, max_size: int = 80) -> st.SearchStrategy[list[bytes]]:
         st.lists(st.sampled_from([b"", b"a", b"ab", b"abc", b"abd", b"b"]), max_size=max_size),
         st.tuples(blobs, st.integers(0, max_size)).map(lambda t: [t[0]] * t[1]),
     )
+
+
+# ------------------------------------------------------------------------------ nested types
+
+NESTED_KINDS = ("list", "large_list", "fixed_size_list", "struct", "map")
+"""The nested type kinds :func:`nested_types` draws."""
+
+MAP_KEY_TYPES: list[pa.DataType] = [
+    pa.int32(),
+    pa.int64(),
+    pa.string(),
+    pa.large_string(),
+    pa.binary(),
+    pa.date32(),
+    pa.timestamp("us"),
+]
+"""The key types of drawn maps (Parquet map keys are REQUIRED primitives)."""
+
+_NESTED_PAD = 3  # most slots drawn before and after each nested slice
+
+
+@st.composite
+def nested_types(
+    draw: st.DrawFn,
+    *,
+    max_depth: int = 4,
+    leaf_types: st.SearchStrategy[pa.DataType] | None = None,
+    kinds: tuple[str, ...] = NESTED_KINDS,
+) -> pa.DataType:
+    """A nested type: ``kinds`` nested 1..``max_depth`` deep over ``leaf_types`` (default
+    :func:`arrow_types`), each child nullable or not.
+
+    Returns:
+        A strategy of ``pa.DataType`` (a list, large_list, fixed_size_list, struct or map type).
+    """
+    leaves = arrow_types() if leaf_types is None else leaf_types
+    return _nested_type(draw, draw(st.integers(1, max_depth)), leaves, kinds)
+
+
+def _nested_type(
+    draw: st.DrawFn, depth: int, leaves: st.SearchStrategy[pa.DataType], kinds: tuple[str, ...]
+) -> pa.DataType:
+    kind = draw(st.sampled_from(kinds))
+
+    def child() -> pa.DataType:
+        if depth <= 1 or draw(st.integers(0, 3)) == 0:
+            return draw(leaves)
+        return _nested_type(draw, depth - 1, leaves, kinds)
+
+    nullable = draw(st.booleans())
+    if kind == "struct":
+        count = draw(st.integers(1, 3))
+        return pa.struct([pa.field(f"f{i}", child(), draw(st.booleans())) for i in range(count)])
+    if kind == "map":
+        key = draw(st.sampled_from(MAP_KEY_TYPES))
+        return pa.map_(key, pa.field("value", child(), nullable))
+    item = pa.field(draw(st.sampled_from(["item", "element"])), child(), nullable)
+    if kind == "large_list":
+        return pa.large_list(item)
+    if kind == "fixed_size_list":
+        return pa.list_(item, draw(st.integers(1, 3)))
+    return pa.list_(item)
+
+
+def _group_storage(dtype: pa.DataType) -> pa.DataType:
+    if isinstance(dtype, pa.BaseExtensionType) and pa.types.is_nested(dtype.storage_type):
+        return dtype.storage_type
+    return dtype
+
+
+def _null_mask(
+    draw: st.DrawFn, nullable: bool, hidden: np.ndarray[Any, np.dtype[np.bool_]]
+) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """Null slots: any (some, none or all) if nullable, else only slots hidden by a parent."""
+    n = hidden.shape[0]
+    mode = draw(st.sampled_from(["mixed", "mixed", "none", "all"]))
+    if mode == "none" or n == 0:
+        return np.zeros(n, dtype=np.bool_)
+    drawn = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=np.bool_)
+    mask = np.ones(n, dtype=np.bool_) if mode == "all" else drawn
+    return mask if nullable else mask & hidden
+
+
+def _build(
+    draw: st.DrawFn,
+    dtype: pa.DataType,
+    nullable: bool,
+    hidden: np.ndarray[Any, np.dtype[np.bool_]],
+) -> pa.Array:
+    """An array of ``dtype``, one slot per entry of ``hidden`` (True: a parent is null there,
+    so the slot may hold anything, a null in a REQUIRED field included)."""
+    storage = _group_storage(dtype)
+    if not pa.types.is_nested(storage):
+        before = draw(st.integers(0, _NESTED_PAD))
+        mask = _null_mask(draw, nullable, np.concatenate([np.ones(before, bool), hidden]))
+        element = python_values(dtype)
+        values = [None if m else draw(element) for m in mask.tolist()]
+        return _make_array(dtype, values).slice(before, hidden.shape[0])
+    before = draw(st.integers(0, _NESTED_PAD))
+    after = draw(st.integers(0, _NESTED_PAD))
+    length = hidden.shape[0]
+    padded = np.concatenate([np.ones(before, bool), hidden, np.ones(after, bool)])
+    mask = _null_mask(draw, nullable, padded)
+    below = padded | mask
+    null_mask = pa.array(mask, pa.bool_()) if mask.any() else None
+    if pa.types.is_struct(storage):
+        children = [
+            _build(draw, storage.field(i).type, storage.field(i).nullable, below)
+            for i in range(storage.num_fields)
+        ]
+        array = pa.StructArray.from_arrays(children, fields=list(storage), mask=null_mask)
+    elif pa.types.is_fixed_size_list(storage):
+        size = storage.list_size
+        item = storage.value_field
+        values = _build(draw, item.type, item.nullable, np.repeat(below, size))
+        array = pa.FixedSizeListArray.from_arrays(values, type=storage, mask=null_mask)
+    else:
+        total = padded.shape[0]
+        lengths = np.array(
+            draw(st.lists(st.integers(0, 3), min_size=total, max_size=total)), dtype=np.int64
+        )
+        offsets = np.zeros(total + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        child_hidden = np.repeat(below, lengths)
+        if pa.types.is_map(storage):
+            keys = _build(draw, storage.key_type, False, np.zeros(int(offsets[-1]), bool))
+            item = storage.item_field
+            items = _build(draw, item.type, item.nullable, child_hidden)
+            array = pa.MapArray.from_arrays(
+                pa.array(offsets, pa.int32()), keys, items, type=storage, mask=null_mask
+            )
+        else:
+            item = storage.value_field
+            values = _build(draw, item.type, item.nullable, child_hidden)
+            large = pa.types.is_large_list(storage)
+            cls = pa.LargeListArray if large else pa.ListArray
+            array = cls.from_arrays(
+                pa.array(offsets, pa.int64() if large else pa.int32()),
+                values,
+                type=storage,
+                mask=null_mask,
+            )
+    array = array.slice(before, length)
+    if storage is not dtype:
+        return pa.ExtensionArray.from_storage(dtype, array)
+    return array
+
+
+@st.composite
+def nested_arrays(
+    draw: st.DrawFn,
+    dtype: pa.DataType,
+    nullable: bool = True,
+    *,
+    min_size: int = 0,
+    max_size: int = 20,
+) -> pa.Array:
+    """Arrays of ``dtype`` (nested or flat) with ``min_size..max_size`` slots; nested arrays
+    are slices at every level, with the cases listed in the module docstring.
+
+    Returns:
+        A strategy of ``pa.Array``.
+    """
+    size = draw(st.integers(min_size, max_size))
+    return _build(draw, dtype, nullable, np.zeros(size, dtype=np.bool_))
+
+
+@st.composite
+def nested_schemas(
+    draw: st.DrawFn,
+    *,
+    max_fields: int = 3,
+    max_depth: int = 4,
+    leaf_types: st.SearchStrategy[pa.DataType] | None = None,
+    kinds: tuple[str, ...] = NESTED_KINDS,
+) -> pa.Schema:
+    """Schemas of 1..``max_fields`` fields ``c0``, ``c1``...: nested types of
+    :func:`nested_types` (now and then a flat one), each nullable or not.
+
+    Returns:
+        A strategy of ``pa.Schema``.
+    """
+    leaves = arrow_types() if leaf_types is None else leaf_types
+    count = draw(st.integers(1, max_fields))
+    fields = []
+    for i in range(count):
+        if draw(st.integers(0, 4)) == 0:
+            dtype = draw(leaves)
+        else:
+            dtype = draw(nested_types(max_depth=max_depth, leaf_types=leaves, kinds=kinds))
+        fields.append(pa.field(f"c{i}", dtype, nullable=draw(st.booleans())))
+    return pa.schema(fields)
+
+
+@st.composite
+def nested_tables(
+    draw: st.DrawFn, schema: pa.Schema | None = None, *, min_rows: int = 0, max_rows: int = 20
+) -> pa.Table:
+    """Tables of ``schema`` (default: drawn by :func:`nested_schemas`) with
+    ``min_rows..max_rows`` rows, in 1 to 3 chunks.
+
+    Returns:
+        A strategy of ``pa.Table``.
+    """
+    if schema is None:
+        schema = draw(nested_schemas())
+    num_rows = draw(st.integers(min_rows, max_rows))
+    columns = [
+        draw(nested_arrays(field.type, field.nullable, min_size=num_rows, max_size=num_rows))
+        for field in schema
+    ]
+    table = pa.Table.from_arrays(columns, schema=schema)
+    cuts = sorted(draw(st.lists(st.integers(0, num_rows), max_size=2)))
+    bounds = [0, *cuts, num_rows]
+    return pa.concat_tables([table.slice(a, b - a) for a, b in itertools.pairwise(bounds)])

@@ -1,46 +1,32 @@
 """The two nested shapes the store writes (struct of primitives, 3-level LIST of a primitive),
-written by streamwrite's FileWriter with levels from arrow/nested.py and read back by pyarrow."""
+written as the store writes them (arrow_to_parquet, encode_row_group: shred and the chunk
+encoder, FileWriter) and read back by pyarrow; and the store file's bytes pinned."""
 
 from __future__ import annotations
 
+import hashlib
 import os
-from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamwrite.arrow.nested import leaf_levels, nested_to_parquet
-from streamwrite.encode import chunk_settings
-from streamwrite.errors import UnsupportedError
+from streamwrite.arrow.schema import arrow_to_parquet
+from streamwrite.encode import encode_row_group
 from streamwrite.layout.file_writer import FileWriter
 from streamwrite.options import make_write_options
-from workers.leveled_chunk import encode_leveled_chunk
+from streamwrite.skipping.xskipper import write_store_file
 
 EXAMPLES = int(os.environ.get("STREAMWRITE_HYPOTHESIS_EXAMPLES", "40"))
 
 
 def _write(table: pa.Table) -> bytes:
-    schema = nested_to_parquet(table.schema)
-    options = make_write_options([leaf.spec.name for leaf in schema.leaves], compression="snappy")
+    schema = arrow_to_parquet(table.schema)
+    options = make_write_options([spec.name for spec in schema.columns], compression="snappy")
     writer = FileWriter(schema, options)
-    chunks = []
-    for leaf in schema.leaves:
-        levels = leaf_levels(table, leaf)
-        settings_ = replace(chunk_settings(leaf.spec, options), path_in_schema=leaf.path)
-        chunks.append(
-            encode_leveled_chunk(
-                settings_,
-                leaf.max_repetition_level,
-                levels.values,
-                levels.def_levels,
-                levels.rep_levels,
-                levels.num_rows,
-            )
-        )
+    chunks = encode_row_group(table, schema, options)
     return writer.start() + writer.add_row_group(chunks, table.num_rows) + writer.footer()
 
 
@@ -69,14 +55,43 @@ def test_struct_list_and_flat_round_trip(tmp_path: Path) -> None:
     assert pq.ParquetFile(tmp_path / "f").schema.column(3).max_repetition_level == 1
 
 
-def test_sliced_input_and_deeper_nesting_refused() -> None:
+def test_sliced_input_and_deeper_nesting() -> None:
     table = pa.table({"vl": pa.array([[1], [2, 3], None, [], [4]], pa.list_(pa.int32()))}).slice(
         1, 3
     )
     back = pq.read_table(pa.BufferReader(_write(table)))
     assert back.column("vl").to_pylist() == [[2, 3], None, []]
-    with pytest.raises(UnsupportedError, match="in deep"):
-        nested_to_parquet(pa.schema([("deep", pa.list_(pa.list_(pa.int8())))]))
+    deep = pa.table(
+        {"deep": pa.array([[[1, None], []], None, [None]], pa.list_(pa.list_(pa.int8())))}
+    )
+    assert pq.read_table(pa.BufferReader(_write(deep))).column(0).to_pylist() == [
+        [[1, None], []],
+        None,
+        [None],
+    ]
+
+
+def test_store_file_bytes_unchanged_by_the_general_shredder(tmp_path: Path) -> None:
+    """The digest of a store file written by the store's former two-shape writer
+    (arrow/nested.py and leveled_chunk), before the general shredder replaced it."""
+    table = pa.table(
+        {
+            "obj_name": pa.array(["a", "b", "c"]),
+            "mm": pa.array(
+                [{"min": 1, "max": 2}, None, {"min": None, "max": 4}],
+                pa.struct([("min", pa.int64()), ("max", pa.int64())]),
+            ),
+            "vl": pa.ListArray.from_arrays(
+                pa.array([0, 2, 2, 3], pa.int32()), pa.array(["x", None, "z"])
+            ),
+            "bl": pa.array([b"1", b"", None]),
+        }
+    )
+    name, size = write_store_file(tmp_path, table, '{"type":"struct"}', [("s1", 10)])
+    data = (tmp_path / name).read_bytes()
+    assert size == len(data) == 1686
+    digest = "85353b629b8f1d5583e6da1a67f3d9105db05a050f014a290492827ac6909fc0"
+    assert hashlib.sha256(data).hexdigest() == digest
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
