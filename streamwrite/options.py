@@ -38,6 +38,7 @@ __all__ = [
     "WRITE_OPTION_NAMES",
     "BloomFilterOptions",
     "ColumnOptions",
+    "ColumnPath",
     "CompactionPolicy",
     "DataPageVersion",
     "ReadOptions",
@@ -269,17 +270,74 @@ def _parse_encoding(value: str | Encoding, column: str) -> Encoding:
     return encoding
 
 
-def _per_column(value: object, column: str, default: object) -> object:
-    """pyarrow options are either one value for every column or a dict/list naming columns."""
+ColumnPath = str | tuple[str, ...]
+"""A leaf column as :func:`make_write_options` takes it: the name of a flat column, or the
+``path_in_schema`` of a leaf (``("s", "a")``, ``("l", "list", "element")``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _LeafNames:
+    """The leaf columns an option may name, and the group names that cover several leaves.
+
+    A leaf is named by its dotted path (``s.a``, ``l.list.element``, ``m.key_value.key``); a
+    group (a struct, list or map field, or a group inside one: ``s``, ``m``, ``m.key_value``)
+    names every leaf under it. When several names given in one option cover a leaf, the
+    longest (most specific) wins: ``{"s": "snappy", "s.a": "gzip"}``.
+    """
+
+    paths: tuple[tuple[str, ...], ...]
+
+    @classmethod
+    def of(cls, columns: Sequence[ColumnPath]) -> _LeafNames:
+        return cls(tuple((c,) if isinstance(c, str) else tuple(c) for c in columns))
+
+    @property
+    def leaves(self) -> list[str]:
+        return [".".join(path) for path in self.paths]
+
+    @property
+    def flat(self) -> list[str]:
+        """The names of the top-level primitive columns."""
+        return [path[0] for path in self.paths if len(path) == 1]
+
+    def known(self) -> set[str]:
+        """Every name an option may use: leaves and groups."""
+        return {".".join(path[:i]) for path in self.paths for i in range(1, len(path) + 1)}
+
+    @staticmethod
+    def covering(path: tuple[str, ...]) -> list[str]:
+        """The names covering the leaf ``path``, most specific first."""
+        return [".".join(path[:i]) for i in range(len(path), 0, -1)]
+
+    def check(self, arg_name: str, names: object) -> None:
+        unknown = sorted(str(n) for n in names if n not in self.known())  # type: ignore[attr-defined]
+        if unknown:
+            groups = sorted(self.known() - set(self.leaves))
+            also = f"; or a group, covering its leaves: {', '.join(groups)}" if groups else ""
+            raise ConfigError(
+                f"{arg_name} names unknown columns {unknown}; the columns are the leaf paths "
+                f"{', '.join(self.leaves)}{also}."
+            )
+
+
+def _per_column(value: object, path: tuple[str, ...], default: object) -> object:
+    """pyarrow options are either one value for every column or a dict/list naming columns.
+
+    A name covers a leaf when it is the leaf's dotted path or that of a group above it; in a
+    mapping the most specific name covering the leaf wins.
+    """
     if isinstance(value, Mapping):
-        return value.get(column, default)
+        for name in _LeafNames.covering(path):
+            if name in value:
+                return value[name]
+        return default
     if isinstance(value, Sequence) and not isinstance(value, str | bytes):
-        return column in value
+        return any(name in value for name in _LeafNames.covering(path))
     return value
 
 
 def make_write_options(
-    column_names: Sequence[str], *, caller: str = "write_table", **options: Any
+    column_names: Sequence[ColumnPath], *, caller: str = "write_table", **options: Any
 ) -> WriteOptions:
     """Build :class:`WriteOptions` from ``pyarrow.parquet.write_table``-style keyword arguments.
 
@@ -292,8 +350,17 @@ def make_write_options(
     pyarrow does, a single value for every column, a mapping from column name to value, or
     (booleans) a list of the column names it applies to.
 
+    Columns are named as in ``path_in_schema``: a flat column by its name, a leaf of a nested
+    field by its dotted path (``s.a``, ``l.list.element``, ``m.key_value.key``,
+    ``m.key_value.value``). The name of a struct, list or map field (or of a group inside
+    one, ``m.key_value``) applies to every leaf under it; where several names cover a leaf,
+    the most specific wins. ``WriteOptions.columns`` is keyed by leaf path.
+    ``sorting_columns`` index leaf columns (as pyarrow's ``SortingColumn``) and must be flat
+    top-level columns; ``embedded_index`` names flat top-level columns.
+
     Args:
-        column_names: The columns of the schema the options are for.
+        column_names: The leaf columns of the schema the options are for: names of flat
+            columns or ``path_in_schema`` tuples (``ColumnSpec.path_in_schema``), in order.
         caller: The public function the keyword arguments were given to, named in the
             ``TypeError`` for an unknown name (``"write_table"``, ``"ParquetWriter"``,
             ``"open_table"``...).
@@ -305,8 +372,9 @@ def make_write_options(
     Raises:
         TypeError: A name that is not an option (``"write_table() got an unexpected keyword
             argument 'compresion'; did you mean 'compression'?"``).
-        ConfigError: Unknown columns, codecs the writer does not write, out-of-range levels
-            and values, values of the wrong type.
+        ConfigError: Unknown columns (the message lists the leaf paths), codecs the writer
+            does not write, out-of-range levels and values, values of the wrong type, a
+            sorting column that is not a flat top-level column.
     """
     check_option_names(options, caller)
     return _build_write_options(column_names, **options)
@@ -370,7 +438,25 @@ def _bloom_options(value: object, column: str) -> BloomFilterOptions | None:
     )
 
 
-def _sorting_columns(value: object) -> tuple[SortingColumn, ...]:
+def _sorting_columns(value: object, leaves: _LeafNames) -> tuple[SortingColumn, ...]:
+    columns = _sorting_column_list(value)
+    for s in columns:
+        if not 0 <= s.column_index < len(leaves.paths):
+            raise ConfigError(
+                f"Sorting column index {s.column_index} is out of range for "
+                f"{len(leaves.paths)} columns."
+            )
+        path = leaves.paths[s.column_index]
+        if len(path) > 1:
+            raise ConfigError(
+                f"Sorting column {s.column_index} is {'.'.join(path)!r}, a leaf of the nested "
+                f"field {path[0]!r}; sorting columns must be flat top-level columns "
+                f"({', '.join(leaves.flat) or 'the schema has none'})."
+            )
+    return columns
+
+
+def _sorting_column_list(value: object) -> tuple[SortingColumn, ...]:
     if value is None:
         return ()
     if isinstance(value, Sequence) and not isinstance(value, str | bytes):
@@ -390,7 +476,7 @@ def _sorting_columns(value: object) -> tuple[SortingColumn, ...]:
 
 
 def _build_write_options(
-    column_names: Sequence[str],
+    column_names: Sequence[ColumnPath],
     *,
     row_group_size: int | None = None,
     compression: str | CompressionCodec | Mapping[str, str | None] | None = "zstd",
@@ -410,7 +496,7 @@ def _build_write_options(
     statistics_truncate_length: int | None = None,
     embedded_index: Mapping[str, Sequence[object]] | None = None,
 ) -> WriteOptions:
-    known = set(column_names)
+    leaves = _LeafNames.of(column_names)
     for arg_name, arg in (
         ("compression", compression),
         ("compression_level", compression_level),
@@ -418,9 +504,13 @@ def _build_write_options(
         ("bloom_filter_options", bloom_filter_options),
     ):
         if isinstance(arg, Mapping):
-            unknown = set(arg) - known
-            if unknown:
-                raise ConfigError(f"{arg_name} names unknown columns {sorted(unknown)}.")
+            leaves.check(arg_name, arg)
+    for list_name, listed in (
+        ("use_dictionary", use_dictionary),
+        ("write_statistics", write_statistics),
+    ):
+        if isinstance(listed, Sequence) and not isinstance(listed, str | bytes):
+            leaves.check(list_name, listed)
     if bloom_filter_options is not None and not isinstance(bloom_filter_options, Mapping):
         raise ConfigError(
             "bloom_filter_options must map column names to True or {'ndv': ..., 'fpp': ...}, "
@@ -461,20 +551,21 @@ def _build_write_options(
     else:
         dictionary_limit = dictionary_pagesize_limit
     columns: dict[str, ColumnOptions] = {}
-    for name in column_names:
-        codec = parse_compression(_per_column(compression, name, "zstd"))  # type: ignore[arg-type]
-        encoding_value = _per_column(column_encoding, name, None)
+    for path in leaves.paths:
+        name = ".".join(path)
+        codec = parse_compression(_per_column(compression, path, "zstd"))  # type: ignore[arg-type]
+        encoding_value = _per_column(column_encoding, path, None)
         encoding = None if encoding_value is None else _parse_encoding(encoding_value, name)  # type: ignore[arg-type]
-        dictionary = bool(_per_column(use_dictionary, name, True))
+        dictionary = bool(_per_column(use_dictionary, path, True))
         if encoding is not None and column_encoding is not None:
             dictionary = False  # as pyarrow: an explicit encoding turns the dictionary off
         columns[name] = ColumnOptions(
             compression=codec,
-            compression_level=_parse_level(_per_column(compression_level, name, None), codec, name),
+            compression_level=_parse_level(_per_column(compression_level, path, None), codec, name),
             use_dictionary=dictionary,
             encoding=encoding,
-            write_statistics=bool(_per_column(write_statistics, name, True)),
-            bloom_filter=_bloom_options((bloom_filter_options or {}).get(name), name),
+            write_statistics=bool(_per_column(write_statistics, path, True)),
+            bloom_filter=_bloom_options(_per_column(bloom_filter_options or {}, path, None), name),
         )
     return replace(
         base,
@@ -487,9 +578,9 @@ def _build_write_options(
         write_page_checksum=bool(write_page_checksum),
         statistics_truncate_length=checked["statistics_truncate_length"],
         columns=columns,
-        sorting_columns=_sorting_columns(sorting_columns),
+        sorting_columns=_sorting_columns(sorting_columns, leaves),
         key_value_metadata=tuple((str(k), str(v)) for k, v in (key_value_metadata or {}).items()),
-        embedded_index=parse_embedded_index(embedded_index, column_names),
+        embedded_index=parse_embedded_index(embedded_index, leaves.flat),
     )
 
 

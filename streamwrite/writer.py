@@ -175,7 +175,7 @@ class ParquetWriter:
         check_option_names(options, "ParquetWriter", ("encryption",))
         self.schema = arrow_to_parquet(schema)
         self.options = make_write_options(
-            [spec.name for spec in self.schema.columns], caller="ParquetWriter", **options
+            [spec.path_in_schema for spec in self.schema.columns], caller="ParquetWriter", **options
         )
         check_write_options(self.schema, self.options)
         if encryption is not None and not isinstance(encryption, FileEncryption):
@@ -185,7 +185,7 @@ class ParquetWriter:
         self._encryptor = (
             None
             if encryption is None
-            else encryption._open_file([spec.name for spec in self.schema.columns])
+            else encryption._open_file([spec.path_in_schema for spec in self.schema.columns])
         )
         self._writer = FileWriter(self.schema, self.options, encryptor=self._encryptor)
         self._planner = EncodingPlanner()  # each column's encoding decided once, re-sampled

@@ -11,6 +11,19 @@ fit; the rows before the cut are RLE_DICTIONARY pages, the rows from the cut on 
 fallback encoding. Each part is split into pages of at most ``data_page_row_limit`` rows and
 about ``data_page_size`` encoded bytes (estimated before compression from the value widths).
 
+Rows are records: a nested leaf (``max_repetition_level > 0``) has level entries, records
+starting at repetition level 0 (:mod:`workers.levels`). Every cut (pages, the dictionary
+fallback) falls on a record start, so a record never spans two pages; a record whose values
+cross the dictionary cut goes whole to the fallback part. Counts follow parquet-format::
+
+    DataPageHeader.num_values     level entries of the page
+    DataPageHeaderV2.num_values   level entries; num_nulls entries below max_def; num_rows records
+    ColumnMetaData.num_values     level entries of the chunk
+    Statistics.null_count         entries below max_def (null and empty lists count, as pyarrow)
+    OffsetIndex.first_row_index   records before the page
+    SizeStatistics / ColumnIndex  level histograms: definition (max_def > 0), repetition
+                                  (max_rep > 0), one per chunk, concatenated per page
+
 Alongside the bytes it returns the ColumnMetaData (with ``data_page_offset`` and
 ``dictionary_page_offset`` relative to the chunk), chunk Statistics, SizeStatistics,
 PageEncodingStats, the ColumnIndex, the OffsetIndex (relative ``offset``s) and the serialized
@@ -43,7 +56,7 @@ from workers.choose import apply_decision, choose_encodings
 from workers.encoding.dictionary import dictionary_encode, encode_dictionary_indices
 from workers.encoding.plain import encode_plain
 from workers.encodings import check_encoding, encode_values
-from workers.levels import RecordMap, encode_levels, level_histogram, record_map
+from workers.levels import PageLevels, RecordMap, page_levels, record_map
 from workers.page import (
     BuiltPage,
     ChunkCrypto,
@@ -219,7 +232,7 @@ class _ChunkBuilder:
         encoding: Encoding,
         first_row: int,
         stats: ValueStats | None,
-        levels: _PageLevels,
+        levels: PageLevels,
         byte_array_size: int,
     ) -> None:
         page_type = (
@@ -243,61 +256,10 @@ class _ChunkBuilder:
         self.page_rep_histograms.extend(levels.rep_histogram)
 
 
-@dataclass(frozen=True, slots=True)
-class _PageLevels:
-    """One data page's level entries and their encoded sections."""
-
-    num_rows: int
-    num_entries: int
-    num_values: int
-    rep_section: bytes
-    def_section: bytes
-    def_histogram: list[int]
-    rep_histogram: list[int]
-
-
-def _page_levels(
-    settings: ChunkSettings,
-    def_levels: npt.NDArray[np.uint8] | None,
-    rep_levels: npt.NDArray[np.uint8] | None,
-    num_rows: int,
-    num_values: int,
-) -> _PageLevels:
-    """Encode a page's levels (``*_levels`` already cut to the page) and count them."""
-    v1 = settings.data_page_version != DataPageVersion.V2
-    max_def = settings.max_definition_level
-    max_rep = settings.max_repetition_level
-    num_entries = num_values if def_levels is None else int(def_levels.shape[0])
-    def_section = b""
-    def_histogram = [num_entries - num_values, num_values]  # flat: [nulls, values]
-    if def_levels is not None:
-        no_nulls = num_values == num_entries
-        def_section = encode_levels(def_levels, max_def, max_def if no_nulls else None, v1)
-        if max_def > 1:
-            if no_nulls:
-                def_histogram = [0] * max_def + [num_entries]
-            else:
-                def_histogram = level_histogram(def_levels, max_def)
-    rep_section = b""
-    rep_histogram: list[int] = []
-    if rep_levels is not None:
-        num_entries = int(rep_levels.shape[0])
-        flat = num_entries == num_rows  # every entry starts a record: all levels 0
-        rep_section = encode_levels(rep_levels, max_rep, 0 if flat else None, v1)
-        if max_rep > 0:
-            if flat:
-                rep_histogram = [num_entries] + [0] * max_rep
-            else:
-                rep_histogram = level_histogram(rep_levels, max_rep)
-    return _PageLevels(
-        num_rows, num_entries, num_values, rep_section, def_section, def_histogram, rep_histogram
-    )
-
-
 def _data_page(
     settings: ChunkSettings,
     value_bytes: bytes,
-    levels: _PageLevels,
+    levels: PageLevels,
     encoding: Encoding,
     crypto: ChunkCrypto | None,
     page_ordinal: int,
@@ -374,6 +336,9 @@ def encode_chunk(
     num_values = count_values(values)
     if settings.max_repetition_level == 0:
         rep_levels = None
+    elif rep_levels is None:  # every level entry is a record (checked by record_map)
+        num_entries = num_values if def_levels is None else int(def_levels.shape[0])
+        rep_levels = np.zeros(num_entries, dtype=np.uint8)
     records = record_map(
         num_rows, num_values, def_levels, rep_levels, settings.max_definition_level, name
     )
@@ -465,12 +430,14 @@ def encode_chunk(
             else:
                 value_bytes = encode_values(page_values, ptype, encoding)
                 page_encoding = encoding
-            levels = _page_levels(
-                settings,
+            levels = page_levels(
                 None if def_levels is None else def_levels[e0:e1],
                 None if rep_levels is None else rep_levels[e0:e1],
+                settings.max_definition_level,
+                settings.max_repetition_level,
                 r1 - r0,
                 v1 - v0,
+                settings.data_page_version != DataPageVersion.V2,
             )
             page = _data_page(
                 settings,

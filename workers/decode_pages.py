@@ -14,6 +14,11 @@ against the OffsetIndex: it must be a data page holding exactly the rows the Off
 it (the next page's ``first_row_index`` minus its own). An encrypted page is decrypted with its
 true data page ordinal ``k`` in the AAD (the index of its PageLocation), never its position
 among the pages read.
+
+Rows are records: with a page index every page starts a record (parquet-format, DataPageHeader;
+a column with repetition levels whose selected page begins with a level other than 0 is
+corrupt), so the selected pages hold whole records, ``first_row_index`` counts records and a
+page's rows are the level entries with repetition level 0 in it.
 """
 
 from __future__ import annotations
@@ -64,6 +69,7 @@ def decode_pages(
     where: str,
     cipher: PageCipher | None = None,
     dictionary_first: bool = False,
+    max_repetition_level: int = 0,
 ) -> DecodedChunk:
     """Decode the chunk's prefix (its dictionary page) and the data pages ``pages``.
 
@@ -73,21 +79,24 @@ def decode_pages(
         pages: The data pages to decode, in file order.
         meta: The chunk's ColumnMetaData (type, codec).
         type_length: FIXED_LEN_BYTE_ARRAY width.
-        max_definition_level: 0 for REQUIRED, 1 for OPTIONAL flat columns.
+        max_definition_level: The leaf's maximum definition level (0 for REQUIRED, 1 for
+            OPTIONAL flat columns).
         verify_checksums: Check page CRC32s that are present.
         max_decompressed_page_size: Refuse pages claiming more uncompressed bytes.
         where: How error messages name the chunk.
         cipher: Decrypts the modules of an encrypted chunk.
         dictionary_first: The prefix starts with a dictionary page (selects the module type
             of the first encrypted header).
+        max_repetition_level: The leaf's maximum repetition level (0 for a flat column).
 
     Returns:
-        The values and definition levels of the rows of ``pages``, concatenated in order
-        (``num_rows`` is the sum of the pages' rows; ``pages`` lists what was decoded).
+        The values and levels of the records of ``pages``, concatenated in order
+        (``num_rows`` is the sum of the pages' records; ``pages`` lists what was decoded).
 
     Raises:
-        CorruptFileError: A damaged page, a data page in the prefix, or a page that is not a
-            data page or holds other rows than the OffsetIndex says.
+        CorruptFileError: A damaged page, a data page in the prefix, a page that is not a
+            data page or holds other rows than the OffsetIndex says, or one that does not
+            start a record.
         LimitError, UnsupportedError, EncryptionError, ChecksumError: as
             :func:`workers.decode.decode_chunk`.
     """
@@ -105,38 +114,53 @@ def decode_pages(
         max_decompressed_page_size,
         cipher,
         dictionary_first,
+        max_repetition_level=max_repetition_level,
     )
     infos: list[PageInfo] = []
     pos = 0
     while pos < len(prefix):
-        pos, page_type, _, _, info = decoder.page(pos, 0, 0, pos == 0 and dictionary_first)
-        if page_type in (PageType.DATA_PAGE, PageType.DATA_PAGE_V2):
+        start = pos
+        found = decoder.page(pos, 0, 0, pos == 0 and dictionary_first)
+        pos = found.end
+        if found.page_type in (PageType.DATA_PAGE, PageType.DATA_PAGE_V2):
             raise decoder.error(
-                "a data page lies before the first page the OffsetIndex lists.", pos
+                "a data page lies before the first page the OffsetIndex lists.", start
             )
-        if info is not None:
-            infos.append(info)
+        if found.info is not None:
+            infos.append(found.info)
     parts: list[Any] = []
     level_parts: list[npt.NDArray[np.uint8]] = []
-    rows = 0
+    rep_parts: list[npt.NDArray[np.uint8]] = []
     for page in pages:
         decoder.buf = memoryview(page.data)
         decoder.chunk_offset = page.offset
-        end, page_type, values, levels, info = decoder.page(0, page.ordinal, page.num_rows, False)
-        if info is None or page_type not in (PageType.DATA_PAGE, PageType.DATA_PAGE_V2):
+        # A flat page holds one level entry per row; a nested one any number, bounded by the
+        # page value limit (the records are checked below).
+        remaining = decoder.max_values if max_repetition_level else page.num_rows
+        found = decoder.page(0, page.ordinal, remaining, False)
+        info = found.info
+        if info is None or found.page_type not in (PageType.DATA_PAGE, PageType.DATA_PAGE_V2):
             raise decoder.error(
                 f"the OffsetIndex lists page {page.ordinal} here, but this is not a data page.",
                 0,
             )
-        if info.num_rows != page.num_rows or end != len(page.data):
+        reps = found.rep_levels
+        if reps is not None and info.num_values and reps[0] != 0:
             raise decoder.error(
-                f"page {page.ordinal} holds {info.num_rows} rows in {end} bytes; the OffsetIndex "
-                f"says {page.num_rows} rows in {len(page.data)} bytes.",
+                f"page {page.ordinal} starts with repetition level {int(reps[0])}, but with "
+                "an OffsetIndex every page starts a record.",
+                0,
+            )
+        if info.num_rows != page.num_rows or found.end != len(page.data):
+            raise decoder.error(
+                f"page {page.ordinal} holds {info.num_rows} rows in {found.end} bytes; the "
+                f"OffsetIndex says {page.num_rows} rows in {len(page.data)} bytes.",
                 0,
             )
         infos.append(info)
-        parts.append(values)
-        if levels is not None:
-            level_parts.append(levels)
-        rows += info.num_rows
-    return decoder.finish(parts, level_parts, rows, infos)
+        parts.append(found.values)
+        if found.def_levels is not None:
+            level_parts.append(found.def_levels)
+        if reps is not None:
+            rep_parts.append(reps)
+    return decoder.finish(parts, level_parts, rep_parts, infos)

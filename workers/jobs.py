@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from streamwrite.errors import CorruptFileError, UnsupportedError
+from streamwrite.errors import CorruptFileError
 from streamwrite.format import structs as t
 from streamwrite.format.chunk import EncodedChunk
 from streamwrite.format.enums import Type
@@ -151,22 +151,15 @@ class MergeChunkJob:
             The encoded chunk.
 
         Raises:
-            CorruptFileError, LimitError, UnsupportedError: as decoding a source raises;
-                UnsupportedError also for a repeated leaf (until the decoder gives its
-                repetition levels).
+            CorruptFileError, LimitError, UnsupportedError: as decoding a source raises.
         """
         settings = self.settings
-        if settings.max_repetition_level > 0:
-            raise UnsupportedError(
-                f"Column {'.'.join(settings.path_in_schema)} is a repeated leaf "
-                f"(max repetition level {settings.max_repetition_level}): merging its chunks "
-                "needs the decoder's repetition levels."
-            )
         max_level = settings.max_definition_level
+        max_rep = settings.max_repetition_level
         keep_dictionary = (
             settings.column.use_dictionary and settings.physical_type in _MERGED_DICTIONARY_TYPES
         )
-        values, levels, dictionaries = [], [], []
+        values, levels, rep_levels, dictionaries = [], [], [], []
         for source in self.sources:
             if between is not None:
                 between()
@@ -181,16 +174,18 @@ class MergeChunkJob:
                 where=source.where,
                 dictionary_first=source.dictionary_first,
                 keep_dictionary=keep_dictionary,
+                max_repetition_level=max_rep,
             )
             if decoded.num_rows != source.num_rows:
                 raise CorruptFileError(
                     f"{source.where} has {decoded.num_rows} rows, its row group {source.num_rows}.",
                     source.start,
                 )
-            part_values, part_levels, _ = take_records(
+            # row ranges are records: a nested leaf's records keep all their level entries
+            part_values, part_levels, part_rep = take_records(
                 decoded.values,
                 decoded.def_levels,
-                None,
+                decoded.rep_levels,
                 decoded.num_rows,
                 source.row_start,
                 source.row_stop,
@@ -200,6 +195,8 @@ class MergeChunkJob:
             dictionaries.append(decoded.dictionary)
             if part_levels is not None:
                 levels.append(part_levels)
+            if part_rep is not None:
+                rep_levels.append(part_rep)
         num_rows = sum(source.row_stop - source.row_start for source in self.sources)
         if between is not None:
             between()
@@ -228,6 +225,7 @@ class MergeChunkJob:
             num_rows,
             self.crypto,
             merged,
+            np.concatenate(rep_levels) if max_rep else None,
         )
 
 

@@ -26,6 +26,8 @@ choice writes it too.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import numpy.typing as npt
 
@@ -33,7 +35,17 @@ from streamwrite.errors import FormatError
 from workers.encoding._varint import encode_uleb128
 from workers.encoding.rle_hybrid import encode_rle_hybrid
 
-__all__ = ["RecordMap", "encode_levels", "level_histogram", "record_map"]
+__all__ = [
+    "PageLevels",
+    "RecordMap",
+    "encode_levels",
+    "level_histogram",
+    "page_levels",
+    "record_map",
+]
+
+_COMPARE_LEVELS = 12
+"""Below this maximum level a histogram counts each level with a comparison (faster)."""
 
 
 class RecordMap:
@@ -134,7 +146,8 @@ def record_map(
             entry_starts[-1] = num_entries
     value_starts = None
     if def_levels is not None and num_values != num_entries:
-        defined = def_levels == max_definition_level
+        # (0/1 levels count their values themselves: no comparison pass for a flat column)
+        defined = def_levels if max_definition_level == 1 else def_levels == max_definition_level
         entry_values = np.zeros(num_entries + 1, dtype=np.int64)
         np.cumsum(defined, out=entry_values[1:])
         if int(entry_values[-1]) != num_values:
@@ -178,4 +191,64 @@ def encode_levels(
 
 def level_histogram(levels: npt.NDArray[np.uint8], max_level: int) -> list[int]:
     """Returns: how many of ``levels`` are 0, 1, ..., ``max_level`` (SizeStatistics)."""
+    if max_level < _COMPARE_LEVELS:
+        # one SIMD comparison pass per level beats bincount's widening of uint8 to intp
+        return [int(np.count_nonzero(levels == level)) for level in range(max_level + 1)]
     return [int(c) for c in np.bincount(levels, minlength=max_level + 1)]
+
+
+@dataclass(frozen=True, slots=True)
+class PageLevels:
+    """One data page's level entries: counts, encoded sections and histograms."""
+
+    num_rows: int
+    num_entries: int
+    num_values: int
+    rep_section: bytes
+    def_section: bytes
+    def_histogram: list[int]
+    rep_histogram: list[int]
+
+
+def page_levels(
+    def_levels: npt.NDArray[np.uint8] | None,
+    rep_levels: npt.NDArray[np.uint8] | None,
+    max_definition_level: int,
+    max_repetition_level: int,
+    num_rows: int,
+    num_values: int,
+    v1: bool,
+) -> PageLevels:
+    """Encode a page's levels (already cut to the page) and count them.
+
+    Returns:
+        The page's counts, level sections (v1: length-prefixed) and histograms (definition:
+        ``[nulls, values]`` when ``max_definition_level`` is 0 or 1; repetition: empty when
+        ``max_repetition_level`` is 0).
+    """
+    max_def, max_rep = max_definition_level, max_repetition_level
+    num_entries = num_values if def_levels is None else int(def_levels.shape[0])
+    def_section = b""
+    def_histogram = [num_entries - num_values, num_values]  # flat: [nulls, values]
+    if def_levels is not None:
+        no_nulls = num_values == num_entries
+        def_section = encode_levels(def_levels, max_def, max_def if no_nulls else None, v1)
+        if max_def > 1:
+            if no_nulls:
+                def_histogram = [0] * max_def + [num_entries]
+            else:
+                def_histogram = level_histogram(def_levels, max_def)
+    rep_section = b""
+    rep_histogram: list[int] = []
+    if rep_levels is not None:
+        num_entries = int(rep_levels.shape[0])
+        flat = num_entries == num_rows  # every entry starts a record: all levels 0
+        rep_section = encode_levels(rep_levels, max_rep, 0 if flat else None, v1)
+        if max_rep > 0:
+            if flat:
+                rep_histogram = [num_entries] + [0] * max_rep
+            else:
+                rep_histogram = level_histogram(rep_levels, max_rep)
+    return PageLevels(
+        num_rows, num_entries, num_values, rep_section, def_section, def_histogram, rep_histogram
+    )

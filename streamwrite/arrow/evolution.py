@@ -33,7 +33,8 @@ def add_fields(schema: pa.Schema, fields: Sequence[pa.Field]) -> pa.Schema:
     Raises:
         SchemaError: no field, something that is not a ``pyarrow.Field``, a name already in
             ``schema`` or given twice, or a field that is not nullable.
-        UnsupportedError: a field of a type the writer cannot map (nested, interval...).
+        UnsupportedError: a field of a type the writer cannot map (union, interval...);
+            struct, list and map fields are added like any other.
     """
     if isinstance(fields, pa.Field) or not isinstance(fields, Sequence):
         raise SchemaError(

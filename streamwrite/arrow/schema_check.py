@@ -14,8 +14,9 @@ into REQUIRED). Two records of the schema sit beside it and are checked against 
   they have a time zone (when a ``logicalType`` says so; NANOS only for a stored ns unit,
   pyarrow coerces to ms or us but never to ns) and from INT96 by nothing more; uint32 also as
   INT64 (format version 1.0); nested types as groups.
-* the ``_pm`` column descriptors of a live file: the same column count and, per column, name,
-  physical type, fixed byte length, repetition and max definition level.
+* the ``_pm`` column descriptors of a live file: the same leaf count and, per leaf, name (the
+  dotted ``path_in_schema`` of a nested leaf), physical type, fixed byte length, repetition and
+  max definition and repetition levels.
 
 A mismatch is a :class:`~streamwrite.errors.CorruptFileError` naming the column and both sides.
 """
@@ -33,7 +34,7 @@ from streamwrite.format.enums import FieldRepetitionType, Type
 from streamwrite.format.sidecar.codec import SidecarHeader
 from streamwrite.format.structs import KeyValue, SchemaElement
 
-__all__ = ["check_arrow_schema", "check_sidecar_columns"]
+__all__ = ["check_arrow_schema", "check_sidecar_columns", "leaf_elements"]
 
 _Kind = tuple[object, ...]
 _GROUP: _Kind = ("group",)
@@ -216,29 +217,25 @@ def check_sidecar_columns(
         CorruptFileError: a different column count, or a column whose name, physical type,
             fixed byte length, repetition or max definition level differs.
     """
-    leaves = list(elements[1:])
+    leaves = leaf_elements(elements)
     columns = header.columns
-    if len(leaves) != len(columns) or any(leaf.num_children for leaf in leaves):
+    if leaves is None or len(leaves) != len(columns):
+        names = [e.name for e in elements[1:]] if leaves is None else [leaf[0] for leaf in leaves]
         raise CorruptFileError(
-            f"The Parquet schema has columns {[leaf.name for leaf in leaves]} but _pm "
-            f"describes {[c.name for c in columns]}.",
+            f"The Parquet schema has columns {names} but _pm describes "
+            f"{[c.name for c in columns]}.",
             footer_offset,
         )
-    for leaf, column in zip(leaves, columns, strict=True):
+    for (name, leaf, max_def, max_rep), column in zip(leaves, columns, strict=True):
         repetition = leaf.repetition_type
-        parquet = (
-            leaf.name,
-            leaf.type,
-            leaf.type_length or 0,
-            repetition,
-            int(repetition == FieldRepetitionType.OPTIONAL),
-        )
+        parquet = (name, leaf.type, leaf.type_length or 0, repetition, max_def, max_rep)
         sidecar = (
             column.name,
             column.physical_type,
             column.fixed_byte_len,
             column.repetition,
             column.max_def_level,
+            column.max_rep_level,
         )
         if parquet != sidecar:
             raise CorruptFileError(
@@ -248,12 +245,52 @@ def check_sidecar_columns(
             )
 
 
+def leaf_elements(
+    elements: Sequence[SchemaElement],
+) -> list[tuple[str, SchemaElement, int, int]] | None:
+    """The leaves of a footer's schema: (dotted path, element, max definition level, max
+    repetition level) each, depth first; None if the element tree is malformed.
+
+    Levels as parquet-format defines them: each OPTIONAL or REPEATED element on the path adds
+    a definition level, each REPEATED one a repetition level.
+    """
+    leaves: list[tuple[str, SchemaElement, int, int]] = []
+    # (children left, path, def, rep) of the open groups, the root first
+    stack: list[tuple[int, tuple[str, ...], int, int]] = (
+        [(max(elements[0].num_children or 0, 0), (), 0, 0)] if elements else []
+    )
+    at = 1
+    while stack:
+        left, path, max_def, max_rep = stack.pop()
+        if left == 0:
+            continue
+        stack.append((left - 1, path, max_def, max_rep))
+        if at >= len(elements):
+            return None
+        element = elements[at]
+        at += 1
+        repetition = element.repetition_type
+        child_def = max_def + int(repetition != FieldRepetitionType.REQUIRED)
+        child_rep = max_rep + int(repetition == FieldRepetitionType.REPEATED)
+        child_path = (*path, element.name or "")
+        if element.num_children:
+            stack.append((element.num_children, child_path, child_def, child_rep))
+        else:
+            leaves.append((".".join(child_path), element, child_def, child_rep))
+    return leaves if at == len(elements) else None
+
+
 def _column_text(
-    name: str | None, physical: int | None, length: int, repetition: int | None, max_def: int
+    name: str | None,
+    physical: int | None,
+    length: int,
+    repetition: int | None,
+    max_def: int,
+    max_rep: int,
 ) -> str:
     physical_name = "no type" if physical is None else _type_name(physical)
     repetition_name = _REPETITION_NAMES.get(repetition, f"repetition {repetition}")
     return (
         f"{name!r} {physical_name} (fixed length {length}) {repetition_name}, "
-        f"max definition level {max_def}"
+        f"max definition level {max_def}, max repetition level {max_rep}"
     )

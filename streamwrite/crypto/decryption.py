@@ -75,7 +75,8 @@ def _check_key(key: object, what: str) -> bytes:
 class StaticKeys:
     """Explicit keys by role: the footer key and one key per column name.
 
-    A column's key is looked up by its dotted ``path_in_schema`` first, then by its key metadata
+    A column's key is looked up by its dotted ``path_in_schema`` first (then by the paths of the
+    groups above it, a struct, list or map name covering its leaves), then by its key metadata
     read as a UTF-8 label (so ``{"kc1": key}`` works for files whose key metadata is a key id).
 
     Args:
@@ -116,12 +117,21 @@ class StaticKeys:
         return self._footer
 
     def column_key(self, column: str, key_metadata: bytes | None) -> bytes:
-        """Returns the key of ``column`` (by name, else by key metadata label).
+        """Returns the key of ``column`` (by its dotted name or that of a group above it, the
+        most specific first; else by key metadata label).
 
         Raises:
             EncryptionError: No key was given for the column.
         """
-        key = self._columns.get(column)
+        parts = column.split(".")
+        key = next(
+            (
+                self._columns[name]
+                for name in (".".join(parts[:size]) for size in range(len(parts), 0, -1))
+                if name in self._columns
+            ),
+            None,
+        )
         if key is None and key_metadata:
             key = self._columns.get(bytes(key_metadata).decode("utf-8", "replace"))
         if key is None:

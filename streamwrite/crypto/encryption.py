@@ -44,6 +44,7 @@ __all__ = [
     "KeySource",
     "V2_PAGE_LAYOUTS",
     "check_row_group_ordinal",
+    "covering_names",
 ]
 
 AAD_FILE_UNIQUE_SIZE = 8
@@ -58,6 +59,42 @@ def _listed_columns(keys: KeySource) -> list[str]:
     if isinstance(keys, KeyWrapper):
         return list(keys.config.column_keys)
     return keys.columns
+
+
+LeafColumn = str | tuple[str, ...]
+"""A leaf column as the encryptor takes it: its ``path_in_schema`` tuple, or its dotted name
+(split at the dots)."""
+
+
+def _leaf_path(column: LeafColumn) -> tuple[str, ...]:
+    return tuple(column.split(".")) if isinstance(column, str) else tuple(column)
+
+
+def covering_names(
+    listed: Iterable[str], columns: Sequence[LeafColumn]
+) -> tuple[dict[str, str], list[str]]:
+    """Which listed name covers each leaf column.
+
+    A name in ``column_keys`` / ``footer_key_columns`` is a leaf's dotted path (``s.a``,
+    ``l.list.element``, ``m.key_value.value``: the names parquet-java and Spark use) or the
+    path of a group above leaves (``s``, ``m``), which covers every leaf under it; the most
+    specific listed name covering a leaf wins.
+
+    Returns:
+        ``({leaf name: the listed name covering it}, the listed names covering no leaf)``.
+    """
+    names = set(listed)
+    used: set[str] = set()
+    found: dict[str, str] = {}
+    for column in columns:
+        path = _leaf_path(column)
+        for size in range(len(path), 0, -1):
+            name = ".".join(path[:size])
+            if name in names:
+                found[".".join(path)] = name
+                used.add(name)
+                break
+    return found, sorted(names - used)
 
 
 def _algorithm(value: str) -> Algorithm:
@@ -96,6 +133,10 @@ class FileEncryption:
         aad_prefix: Bytes prepended to every module AAD (e.g. a file name), or None.
         store_aad_prefix: Store ``aad_prefix`` in the file; False makes readers supply it.
         footer_key_columns: Columns encrypted with the footer key (``ENCRYPTION_WITH_FOOTER_KEY``).
+            Here and in the key source's column keys a nested leaf is named by its dotted
+            path (``s.a``, ``l.list.element``, ``m.key_value.value``, as parquet-java and
+            Spark name it) and a struct, list or map name covers every leaf under it (they
+            share its data key; the most specific name listed wins, :func:`covering_names`).
         v2_page_layout: How DATA_PAGE_V2 bodies are encrypted. ``"arrow"`` (default, as
             parquet-cpp/pyarrow and arrow-rs): the whole body (levels and values) is one
             DATA_PAGE module. ``"parquet-java"`` (as parquet-java, so Spark): the levels stay in
@@ -197,34 +238,35 @@ class FileEncryption:
         )
 
     def _open_file(
-        self, column_names: Sequence[str], *, aad_file_unique: bytes | None = None
+        self, column_names: Sequence[LeafColumn], *, aad_file_unique: bytes | None = None
     ) -> FileEncryptor:
         """Makes the encryption state of one new file whose leaf columns are ``column_names``.
 
         Args:
-            column_names: The file's leaf column names (dotted paths), in schema order.
+            column_names: The file's leaf columns in schema order: ``path_in_schema`` tuples,
+                or dotted names (split at the dots).
             aad_file_unique: Tests only; 8 random bytes by default.
 
         Returns:
             The file's encryptor, with a fresh ``aad_file_unique``.
 
         Raises:
-            ConfigError: A listed column is not a column of the file.
+            ConfigError: A listed column is neither a leaf of the file nor a group above
+                leaves (:func:`covering_names`).
             EncryptionError: The KMS fails to wrap a data key.
         """
-        names = list(column_names)
-        known = set(names)
-        unknown = sorted(
-            {*(c for c in _listed_columns(self._keys) if c not in known)}
-            | {c for c in self.footer_key_columns if c not in known}
-        )
+        columns = list(column_names)
+        _, unknown_keys = covering_names(_listed_columns(self._keys), columns)
+        _, unknown_footer = covering_names(self.footer_key_columns, columns)
+        unknown = sorted({*unknown_keys, *unknown_footer})
         if unknown:
+            names = [".".join(_leaf_path(c)) for c in columns]
             raise ConfigError(
                 f"The encryption settings name columns {unknown} that the file does not have "
-                f"(its columns: {names})."
+                f"(its columns: {names}; a struct, list or map name covers its leaves)."
             )
         unique = os.urandom(AAD_FILE_UNIQUE_SIZE) if aad_file_unique is None else aad_file_unique
-        return FileEncryptor(self, names, bytes(unique))
+        return FileEncryptor(self, columns, bytes(unique))
 
 
 class FileEncryptor:
@@ -235,7 +277,7 @@ class FileEncryptor:
     shows no key.
     """
 
-    def __init__(self, settings: FileEncryption, column_names: Sequence[str], unique: bytes):
+    def __init__(self, settings: FileEncryption, column_names: Sequence[LeafColumn], unique: bytes):
         self.algorithm = settings._algorithm
         self.plaintext_footer = settings.plaintext_footer
         self.aad_file_unique = unique
@@ -245,16 +287,24 @@ class FileEncryptor:
         self.footer_cipher = ModuleCipher(footer_key, aad, settings._algorithm)
         self._ciphers: list[ModuleCipher | None] = []
         self._crypto_metadata: list[t.ColumnCryptoMetaData | None] = []
-        footer_columns = set(settings.footer_key_columns)
-        for name in column_names:
-            found = settings.keys.column_key(name)
+        # A leaf is encrypted with the key of the most specific listed name covering it (its
+        # own path, or a group above it); the leaves of a group share its data key.
+        key_names, _ = covering_names(_listed_columns(settings.keys), column_names)
+        footer_columns, _ = covering_names(settings.footer_key_columns, column_names)
+        for column in column_names:
+            path = _leaf_path(column)
+            name = ".".join(path)
+            key_name = key_names.get(name)
+            if key_name is not None and len(footer_columns.get(name, "")) > len(key_name):
+                key_name = None  # a more specific footer_key_columns entry wins
+            found = None if key_name is None else settings.keys.column_key(key_name)
             if found is not None:
                 key, key_metadata = found
                 self._ciphers.append(ModuleCipher(key, aad, settings._algorithm))
                 self._crypto_metadata.append(
                     t.ColumnCryptoMetaData(
                         ENCRYPTION_WITH_COLUMN_KEY=t.EncryptionWithColumnKey(
-                            path_in_schema=name.split("."), key_metadata=key_metadata
+                            path_in_schema=list(path), key_metadata=key_metadata
                         )
                     )
                 )

@@ -24,7 +24,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from streamwrite.crypto.decryption import DecryptionConfig, FileDecryptor
-from streamwrite.crypto.encryption import FileEncryption, FileEncryptor
+from streamwrite.crypto.encryption import (
+    FileEncryption,
+    FileEncryptor,
+    LeafColumn,
+    covering_names,
+)
 from streamwrite.crypto.kms import EncryptionConfig, ExplicitKeys, KeyUnwrapper, KeyWrapper
 from streamwrite.errors import ConfigError, EncryptionError
 from streamwrite.format import structs as t
@@ -129,12 +134,13 @@ class LiveKeys:
 
         return column_meta
 
-    def encryptor(self, version: FooterVersion, names: Sequence[str]) -> FileEncryptor:
+    def encryptor(self, version: FooterVersion, columns: Sequence[LeafColumn]) -> FileEncryptor:
         """The encryptor that continues the file whose newest committed footer is ``version``.
 
         Args:
             version: The newest committed version (``crypto`` set).
-            names: The file's leaf column names, in schema order.
+            columns: The file's leaf columns (``path_in_schema`` tuples or dotted names), in
+                schema order.
 
         Returns:
             An encryptor with the file's algorithm, footer mode, AAD prefix,
@@ -156,8 +162,11 @@ class LiveKeys:
         prefix = params.aad_prefix if params.aad_prefix is not None else self.decryption.aad_prefix
         stored = params.aad_prefix is not None or prefix is None
         footer_key = self.decryption.footer_key(crypto.key_metadata)
+        names = [c if isinstance(c, str) else ".".join(c) for c in columns]
         column_keys, footer_columns = self._column_keys(version, names)
-        self._check_settings(algorithm, not version.encrypted_footer, column_keys, footer_columns)
+        self._check_settings(
+            algorithm, not version.encrypted_footer, column_keys, footer_columns, columns
+        )
         config = EncryptionConfig(
             footer_key_id="footer",
             column_keys={name: "column" for name in column_keys},
@@ -171,7 +180,7 @@ class LiveKeys:
         for name, (key, key_metadata) in column_keys.items():
             wrapper.adopt(name, key, key_metadata)
         settings = FileEncryption(wrapper, footer_key_columns=footer_columns)
-        return FileEncryptor(settings, list(names), bytes(params.aad_file_unique or b""))
+        return FileEncryptor(settings, list(columns), bytes(params.aad_file_unique or b""))
 
     def _column_keys(
         self, version: FooterVersion, names: Sequence[str]
@@ -187,11 +196,17 @@ class LiveKeys:
                     "The encrypted live file has no row group yet, so it records no column "
                     "keys: reopen it with encryption=FileEncryption(...)."
                 )
+            covered, _ = covering_names(_listed(settings), names)
+            footer_covered, _ = covering_names(settings.footer_key_columns, names)
             for name in names:
-                found = settings.keys.column_key(name)
+                key_name = covered.get(name)
+                if key_name is not None and len(footer_covered.get(name, "")) > len(key_name):
+                    key_name = None  # a more specific footer_key_columns entry wins
+                found = None if key_name is None else settings.keys.column_key(key_name)
                 if found is not None:
                     column_keys[name] = found
-            footer_columns = [n for n in names if n in settings.footer_key_columns]
+                elif name in footer_covered:
+                    footer_columns.append(name)
             return column_keys, footer_columns
         for name, column in zip(names, row_groups[-1].columns or [], strict=True):
             meta = column.crypto_metadata
@@ -210,6 +225,7 @@ class LiveKeys:
         plaintext_footer: bool,
         column_keys: dict[str, tuple[bytes, bytes]],
         footer_columns: list[str],
+        columns: Sequence[LeafColumn],
     ) -> None:
         settings = self.encryption
         if settings is None:
@@ -220,17 +236,27 @@ class LiveKeys:
         if settings.plaintext_footer != plaintext_footer:
             modes = ["an encrypted footer", "a signed plaintext footer"]
             problems.append(f"{modes[plaintext_footer]}, not {modes[not plaintext_footer]}")
-        keys = settings.keys
-        listed = sorted(keys.config.column_keys if isinstance(keys, KeyWrapper) else keys.columns)
+        # A group name given covers its leaves: compare leaf by leaf.
+        covered, _ = covering_names(_listed(settings), columns)
+        footer_covered, _ = covering_names(settings.footer_key_columns, columns)
+        listed = sorted(
+            name
+            for name, key_name in covered.items()
+            if len(footer_covered.get(name, "")) <= len(key_name)
+        )
         if listed != sorted(column_keys):
             problems.append(f"column keys for {sorted(column_keys)}, not {listed}")
-        if sorted(settings.footer_key_columns) != sorted(footer_columns):
-            problems.append(
-                f"footer-key columns {sorted(footer_columns)}, not "
-                f"{sorted(settings.footer_key_columns)}"
-            )
+        footer_listed = sorted(set(footer_covered) - set(listed))
+        if footer_listed != sorted(footer_columns):
+            problems.append(f"footer-key columns {sorted(footer_columns)}, not {footer_listed}")
         if problems:
             raise ConfigError(
                 "The live file keeps the encryption it was created with, and it differs from "
                 f"the encryption= given: the file has {'; '.join(problems)}."
             )
+
+
+def _listed(settings: FileEncryption) -> list[str]:
+    """The names the settings give a key of their own (leaves or groups)."""
+    keys = settings.keys
+    return list(keys.config.column_keys if isinstance(keys, KeyWrapper) else keys.columns)

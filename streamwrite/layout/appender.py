@@ -165,6 +165,7 @@ def sidecar_header(
             physical_type=int(spec.physical_type),
             fixed_byte_len=spec.type_length or 0,
             max_def_level=spec.max_definition_level,
+            max_rep_level=spec.max_repetition_level,
             flags=(int(spec.repetition) << 2) | ((1 << 4) if spec.index in descending else 0),
         )
         for spec in schema.columns

@@ -41,7 +41,7 @@ class ColumnPort(Protocol):
 
     @property
     def name(self) -> str:
-        """Column name (``path_in_schema`` of a flat schema)."""
+        """Column name: a flat column's name, a nested leaf's dotted ``path_in_schema``."""
 
     @property
     def physical_type(self) -> Type:
@@ -57,7 +57,11 @@ class ColumnPort(Protocol):
 
     @property
     def max_definition_level(self) -> int:
-        """1 for OPTIONAL, 0 for REQUIRED."""
+        """Flat: 1 for OPTIONAL, 0 for REQUIRED; nested: the leaf's definition level."""
+
+    @property
+    def max_repetition_level(self) -> int:
+        """Repeated (LIST / MAP) ancestors of the leaf; 0 for a flat column."""
 
 
 class SchemaPort(Protocol):
@@ -65,7 +69,8 @@ class SchemaPort(Protocol):
 
     @property
     def elements(self) -> list[t.SchemaElement]:
-        """``FileMetaData.schema``: the root element first, then one per leaf."""
+        """``FileMetaData.schema``: the root element first, then the groups and leaves of
+        each field, depth first."""
 
     @property
     def columns(self) -> Sequence[ColumnPort]:

@@ -303,7 +303,7 @@ def _resume_encryptor(
             "appending to it needs its keys (encryption=FileEncryption(...) or "
             "decryption=DecryptionConfig...)."
         )
-    return keys.encryptor(current, [spec.name for spec in schema.columns])
+    return keys.encryptor(current, [spec.path_in_schema for spec in schema.columns])
 
 
 class LiveFile:
@@ -380,8 +380,13 @@ class LiveFile:
         if not exists:  # checked before anything is created
             if schema is None:
                 raise ConfigError(f"A new live file at {str(directory)!r} needs a schema.")
-            options = make_write_options(schema.names, caller="LiveFile.open", **write_options)
-            check_write_options(arrow_to_parquet(schema), options)
+            parquet_schema = arrow_to_parquet(schema)
+            options = make_write_options(
+                [c.path_in_schema for c in parquet_schema.columns],
+                caller="LiveFile.open",
+                **write_options,
+            )
+            check_write_options(parquet_schema, options)
             directory.mkdir(parents=True, exist_ok=True)
         io = LiveFileIO(directory, create=True, hook=hook, data_file=data_file)
         try:
@@ -414,11 +419,15 @@ class LiveFile:
     ) -> LiveFile:
         assert schema is not None
         parquet_schema = arrow_to_parquet(schema)
-        options = make_write_options(schema.names, caller="LiveFile.open", **write_options)
+        options = make_write_options(
+            [c.path_in_schema for c in parquet_schema.columns],
+            caller="LiveFile.open",
+            **write_options,
+        )
         encryptor = (
             None
             if encryption is None
-            else encryption._open_file([spec.name for spec in parquet_schema.columns])
+            else encryption._open_file([spec.path_in_schema for spec in parquet_schema.columns])
         )
         appender, pending = Appender.create(parquet_schema, options, encryptor)
         io.run(pending.actions)
@@ -449,7 +458,9 @@ class LiveFile:
                 f"not {schema}."
             )
         options = make_write_options(
-            parquet_schema.arrow_schema.names, caller="LiveFile.open", **write_options
+            [c.path_in_schema for c in parquet_schema.columns],
+            caller="LiveFile.open",
+            **write_options,
         )
         check_write_options(parquet_schema, options)
         options = _keep_bloom_columns(options, sidecar_header.bloom_columns, parquet_schema)

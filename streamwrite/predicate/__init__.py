@@ -29,6 +29,7 @@ from streamwrite.predicate.expr import (
     columns,
     describe,
 )
+from streamwrite.predicate.fields import arrow_path
 from streamwrite.predicate.parse import parse_filters, to_arrow
 from streamwrite.predicate.prune import prune
 from streamwrite.predicate.ranges import RowRanges, prune_fragments
@@ -48,6 +49,7 @@ __all__ = [
     "Or",
     "RowRanges",
     "StartsWith",
+    "arrow_path",
     "bind",
     "columns",
     "describe",

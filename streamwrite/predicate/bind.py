@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from streamwrite.errors import ConfigError, SchemaError
+from streamwrite.errors import ConfigError
 from streamwrite.predicate.expr import (
     And,
     Compare,
@@ -44,6 +44,7 @@ from streamwrite.predicate.expr import (
     Or,
     StartsWith,
 )
+from streamwrite.predicate.fields import filter_field
 from streamwrite.predicate.parse import parse_filters
 
 __all__ = ["bind", "coerce_compare", "value_type"]
@@ -72,10 +73,15 @@ def bind(expr: object, schema: pa.Schema) -> Expr:
         The bound :data:`Expr`: every literal a ``pyarrow.Scalar`` of its column's value type, a
         comparison no value of the type can satisfy rewritten as the module docstring says.
 
+    A column is a top-level column or a struct field by its dotted path (``s.a``; rules in
+    :mod:`streamwrite.predicate.fields`).
+
     Raises:
         SchemaError: a column is not in ``schema`` (the message lists the schema's columns).
         ConfigError: a literal cannot be compared with its column (a zoned literal against a
-            naive timestamp, a string against a number, ...), or the filter is not supported.
+            naive timestamp, a string against a number, ...), a column inside a list or map
+            or a term other than is_null on a struct, list or map, or the filter is not
+            supported.
     """
     return _bind(parse_filters(expr), schema)
 
@@ -89,8 +95,9 @@ def _bind(expr: Expr, schema: pa.Schema) -> Expr:
             len(pair) == 2
             and isinstance(pair[0], IsNull)
             and pair[1] == IsNan(pair[0].column)
-            and schema.get_field_index(pair[0].column) >= 0
-            and not pa.types.is_floating(value_type(schema.field(pair[0].column).type))
+            and not pa.types.is_floating(
+                value_type(filter_field(schema, pair[0].column, "is_null").type)
+            )
         ):
             return IsNull(pair[0].column)  # is_null(nan_is_null=True) of a non-float column
         return Or(tuple(_bind(c, schema) for c in pair), expr.kleene)
@@ -98,13 +105,13 @@ def _bind(expr: Expr, schema: pa.Schema) -> Expr:
         return Not(_bind(expr.child, schema))
     if isinstance(expr, Const):
         return expr
-    index = schema.get_field_index(expr.column)
-    if index < 0:
-        raise SchemaError(
-            f"The filter reads column {expr.column!r}, which is not in the schema "
-            f"(columns: {', '.join(schema.names)})."
-        )
-    vtype = value_type(schema.field(index).type)
+    term = {
+        IsNull: "is_null",
+        IsNan: "is_nan",
+        IsIn: "IN",
+        StartsWith: "starts_with",
+    }.get(type(expr), "a comparison")
+    vtype = value_type(filter_field(schema, expr.column, term).type)
     if isinstance(expr, Compare):
         return coerce_compare(expr.column, expr.op, expr.value, vtype)
     if isinstance(expr, IsIn):

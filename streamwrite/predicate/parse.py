@@ -6,15 +6,18 @@ three-valued rules of :mod:`streamwrite.predicate.expr` (a NULL row is dropped b
 ``Not`` keeps NULL). A ``pyarrow.compute.Expression`` is decoded from its serialized form (an
 Arrow IPC file whose schema metadata holds the call tree in pre-order; :mod:`._ipc`)::
 
-    node    = "literal" idx | "field_ref" name | "call" fname node* ["options" idx] "end" fname
+    node    = "literal" idx | "field_ref" name | "nested_field_ref" n ("field_ref" name){n}
+            | "call" fname node* ["options" idx] "end" fname
 
 ``idx`` is a column of the file's one-row table. Functions understood: equal, not_equal, less,
 less_equal, greater, greater_equal (a field against a literal, either side; the operator is
 swapped when the literal is on the left), is_in (null_matching_behavior MATCH or SKIP), is_null
 (``nan_is_null=True`` adds ``IsNan``), is_valid, is_nan, invert, and_kleene, or_kleene, and, or,
 and_not(_kleene), starts_with (``ignore_case=False``), and a cast of a literal. Anything else
-(another function, a comparison of two columns, a cast of a column, a nested field) raises
-ConfigError naming it: a conjunct is never dropped silently.
+(another function, a comparison of two columns, a cast of a column, a nested field by index)
+raises ConfigError naming it: a conjunct is never dropped silently. A nested field by names,
+``pc.field("s", "a")``, is the column ``s.a`` (a struct field; :mod:`.fields`), as the DNF
+term ``("s.a", ">", 3)``.
 
 Deliberate difference from Arrow: ``IsIn`` compares floats numerically, so ``-0.0`` is in
 ``[0.0]`` (``to_arrow`` puts both zeros in the value set); Arrow's ``is_in`` hashes the bits.
@@ -44,6 +47,7 @@ from streamwrite.predicate.expr import (
     Or,
     StartsWith,
 )
+from streamwrite.predicate.fields import field_ref
 
 __all__ = ["parse_filters", "to_arrow"]
 
@@ -99,7 +103,7 @@ def _dnf_term(term: object) -> Expr:
     if not (isinstance(term, list | tuple) and len(term) == 3 and isinstance(term[0], str)):
         raise ConfigError(
             f"The DNF filter term {term!r} is not a (column name, op, value) tuple "
-            "(a nested column is not supported)."
+            "(a struct field is named by its dotted path, 's.a')."
         )
     column, op, value = term
     if op in _DNF_OPS:
@@ -147,7 +151,13 @@ class _Call:
 
 
 def _from_arrow(expression: pc.Expression) -> Expr:
-    _, (buffer,) = expression.__reduce__()
+    try:
+        _, (buffer,) = expression.__reduce__()
+    except pa.ArrowNotImplementedError as exc:  # pc.field("s", 0): a nested field by index
+        raise ConfigError(
+            f"The expression {expression} names a nested field by index, which Arrow cannot "
+            f"serialize ({exc}); name struct fields by name: pc.field('s', 'a')."
+        ) from None
     data = buffer.to_pybytes() if isinstance(buffer, pa.Buffer) else bytes(buffer)
     pairs = schema_metadata_pairs(data)
     table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
@@ -169,8 +179,20 @@ def _from_arrow(expression: pc.Expression) -> Expr:
             return value(val)
         if key == "field_ref":
             return _Field(val)
-        if key == "nested_field_ref":
-            raise ConfigError(f"The expression {text} refers to a nested field: not supported.")
+        if key == "nested_field_ref":  # pc.field("s", "a"): the struct field s.a
+            names = []
+            for _ in range(int(val) if val.isdigit() else 0):
+                inner = node()
+                if not isinstance(inner, _Field):
+                    break
+                names.append(inner.name)
+            else:
+                if names:
+                    return _Field(".".join(names))
+            raise ConfigError(
+                f"The expression {text} refers to a nested field by something other than "
+                "names (name struct fields: pc.field('s', 'a'))."
+            )
         if key != "call":
             raise ConfigError(f"The serialized expression {text} has an unexpected {key!r}.")
         args: list[object] = []
@@ -317,23 +339,36 @@ def _value_set(values: tuple[object, ...]) -> pa.Array:
     return array
 
 
-def _prefix_expr(column: str, prefix: str | bytes) -> pc.Expression:
-    """``column`` starts with ``prefix``; the cast makes it work on dictionary columns too."""
+def _prefix_expr(field: pc.Expression, prefix: str | bytes) -> pc.Expression:
+    """``field`` starts with ``prefix``; the cast makes it work on dictionary columns too."""
     if isinstance(prefix, str):
-        return pc.starts_with(pc.field(column).cast(pa.large_string()), pattern=prefix)
-    sliced = pc.binary_slice(pc.field(column).cast(pa.large_binary()), 0, len(prefix))
+        return pc.starts_with(field.cast(pa.large_string()), pattern=prefix)
+    sliced = pc.binary_slice(field.cast(pa.large_binary()), 0, len(prefix))
     return pc.equal(sliced, pa.scalar(prefix, pa.large_binary()))
 
 
-def to_arrow(expr: Expr) -> pc.Expression:
+def to_arrow(expr: Expr, schema: pa.Schema | None = None) -> pc.Expression:
     """The ``pyarrow.compute.Expression`` that filters rows exactly as ``expr`` says.
+
+    Args:
+        expr: The filter.
+        schema: The schema of the rows it filters: a dotted column that is no top-level
+            column then refers to a struct field (``s.a`` -> ``pc.field("s", "a")``). Without
+            it every column name is one top-level column.
 
     Returns:
         An expression for ``Table.filter`` / ``Dataset.to_table(filter=)``: the truth a pruned
         read must equal.
     """
+    if isinstance(expr, Not):
+        return ~to_arrow(expr.child, schema)
+    if isinstance(expr, And | Or):
+        return _combine(expr, schema)
+    if isinstance(expr, Const):
+        return pc.scalar(bool(expr.value))
+    ref = field_ref(expr.column, schema)
     if isinstance(expr, Compare):
-        field, value = pc.field(expr.column), _scalar(expr.value)
+        field, value = ref, _scalar(expr.value)
         ops = {
             "==": pc.equal,
             "!=": pc.not_equal,
@@ -346,17 +381,16 @@ def to_arrow(expr: Expr) -> pc.Expression:
     if isinstance(expr, IsIn):
         if not expr.values:
             return pc.scalar(False)
-        return pc.field(expr.column).isin(_value_set(expr.values))
+        return ref.isin(_value_set(expr.values))
     if isinstance(expr, IsNull):
-        return pc.field(expr.column).is_null(nan_is_null=False)
+        return ref.is_null(nan_is_null=False)
     if isinstance(expr, IsNan):
-        return pc.field(expr.column).is_nan()
-    if isinstance(expr, StartsWith):
-        return _prefix_expr(expr.column, expr.prefix)
-    if isinstance(expr, Not):
-        return ~to_arrow(expr.child)
-    if isinstance(expr, Const):
-        return pc.scalar(bool(expr.value))
+        return ref.is_nan()
+    assert isinstance(expr, StartsWith)
+    return _prefix_expr(ref, expr.prefix)
+
+
+def _combine(expr: And | Or, schema: pa.Schema | None) -> pc.Expression:
     if not expr.children:
         return pc.scalar(isinstance(expr, And))
     if expr.kleene:
@@ -368,7 +402,7 @@ def to_arrow(expr: Expr) -> pc.Expression:
             # pc.and_ / pc.or_ on expressions call "and_" / "or_", which Arrow does not know
             return pc.Expression._call(name, [a, b])
 
-    result = to_arrow(expr.children[0])
+    result = to_arrow(expr.children[0], schema)
     for child in expr.children[1:]:
-        result = combine(result, to_arrow(child))
+        result = combine(result, to_arrow(child, schema))
     return result

@@ -126,7 +126,7 @@ def read_planned_row_group(
     if not apply_filter:
         return table
     if plan._expr is not None:
-        table = table.filter(to_arrow(plan._expr))
+        table = table.filter(to_arrow(plan._expr, table.schema))
     return table.select(list(plan.columns))
 
 

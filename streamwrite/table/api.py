@@ -213,8 +213,11 @@ async def open_table(
     if schema is not None and not txn_path.exists():
         check_timestamp_field(schema, timestamp, partition_by)
         # Validate before creating anything.
-        options = make_write_options(schema.names, caller="open_table", **write_options)
-        check_write_options(arrow_to_parquet(schema), options)
+        parquet_schema = arrow_to_parquet(schema)
+        options = make_write_options(
+            [c.path_in_schema for c in parquet_schema.columns], caller="open_table", **write_options
+        )
+        check_write_options(parquet_schema, options)
     directory.mkdir(parents=True, exist_ok=True)
     if not (lock_timeout >= 0 and math.isfinite(lock_timeout)):
         raise ConfigError(f"lock_timeout must be a number of seconds >= 0, got {lock_timeout!r}.")

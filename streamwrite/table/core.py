@@ -130,8 +130,12 @@ class Table:
         self.executor = executor
         self._owns_executor = owns_executor
         self._write_kwargs = write_options
-        self.options = make_write_options(schema.names, caller="open_table", **write_options)
         self.parquet_schema = arrow_to_parquet(schema)
+        self.options = make_write_options(
+            [c.path_in_schema for c in self.parquet_schema.columns],
+            caller="open_table",
+            **write_options,
+        )
         self._buffers: dict[str, PartitionBuffer] = {}
         self.segment_infos: dict[tuple[str, str, int], SegmentInfo] = {}
         """Compaction's cache: (partition, segment, committed size) -> what it holds."""
@@ -164,7 +168,7 @@ class Table:
             return None
         if self._machine.record.schemas:  # the table changed its schema: is this one older?
             names = await anyio.to_thread.run_sync(segment_column_names, self.path / name / segment)
-            if names != tuple(self.schema.names):
+            if names != tuple(c.name for c in self.parquet_schema.columns):
                 self._machine.seal_newest(name)
                 return None
         live = await LiveFile.open(
@@ -548,7 +552,7 @@ class Table:
         if self.encryption is None or not self._machine.record.schemas:
             return self.encryption
         history = schema_history(self._machine.record)
-        return segment_encryption(self.encryption, history, self.schema.names)
+        return segment_encryption(self.encryption, history, self.schema)
 
     async def add_columns(self, fields: Sequence[pa.Field]) -> TableCommit:
         """Append nullable columns to the table's schema.
@@ -573,7 +577,7 @@ class Table:
         Raises:
             SchemaError: no field, a name the table has (or given twice), a field that is
                 not nullable: nothing changed.
-            UnsupportedError: a type the writer cannot map (nested...): nothing changed.
+            UnsupportedError: a type the writer cannot map (a union...): nothing changed.
             ConfigError: a name the table's partitioning reserves: nothing changed.
             StateError: the table is poisoned or closed.
             StreamwriteIOError: committing the buffered rows or publishing the schema failed
@@ -585,8 +589,12 @@ class Table:
             record = self._machine.record
             schema = add_fields(self.schema, fields)
             check_timestamp_field(schema, record.timestamp, record.partition_by)
-            options = make_write_options(schema.names, caller="add_columns", **self._write_kwargs)
             parquet_schema = arrow_to_parquet(schema)
+            options = make_write_options(
+                [c.path_in_schema for c in parquet_schema.columns],
+                caller="add_columns",
+                **self._write_kwargs,
+            )
             check_write_options(parquet_schema, options)
             # Appends wait for the buffer lock meanwhile; nothing may stop halfway.
             with anyio.CancelScope(shield=True):

@@ -8,12 +8,14 @@ segment, and the next row group of each partition starts a new segment written w
 wider schema. Rules::
 
     a segment's schema      one of the table's history (a prefix of the current schema); its
-                            _pm header names its columns (:func:`segment_column_names`)
+                            _pm header names its leaf columns (:func:`segment_column_names`;
+                            a nested field's leaves by dotted path, :func:`leaf_names`)
     appending               only to a segment of the current schema: a reopened table whose
                             listed newest segment has an older schema starts a new segment
     encryption              a column added to an encrypted table is encrypted with the
                             footer key (``ENCRYPTION_WITH_FOOTER_KEY``), unless the key
-                            source gives it a key of its own; never plaintext. A segment's
+                            source gives it (or, nested, a leaf of it) a key of its own;
+                            never plaintext. A segment's
                             settings are derived from its columns (:func:`segment_encryption`),
                             so reopening checks each segment against the settings it was
                             written with
@@ -29,7 +31,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from streamwrite.arrow.schema import decode_arrow_schema
+from streamwrite.arrow.schema import arrow_to_parquet, decode_arrow_schema
 from streamwrite.crypto.encryption import FileEncryption
 from streamwrite.crypto.kms import KeyWrapper
 from streamwrite.errors import CorruptFileError
@@ -37,7 +39,13 @@ from streamwrite.format.sidecar.header import read_header
 from streamwrite.format.txn import TxnRecord
 from streamwrite.layout.actions import LiveFileName
 
-__all__ = ["older_schema_message", "schema_history", "segment_column_names", "segment_encryption"]
+__all__ = [
+    "leaf_names",
+    "older_schema_message",
+    "schema_history",
+    "segment_column_names",
+    "segment_encryption",
+]
 
 _HEADER_READ_SIZE = 1 << 16
 """Bytes of ``_pm`` read first for its header (the whole file when the header is longer)."""
@@ -48,8 +56,14 @@ def schema_history(record: TxnRecord) -> list[pa.Schema]:
     return [decode_arrow_schema(schema) for _, schema in record.schema_history]
 
 
+def leaf_names(schema: pa.Schema) -> tuple[str, ...]:
+    """The leaf column names of ``schema`` as a segment's ``_pm`` header lists them (a flat
+    column's name, a nested leaf's dotted path)."""
+    return tuple(spec.name for spec in arrow_to_parquet(schema).columns)
+
+
 def segment_column_names(directory: Path) -> tuple[str, ...]:
-    """The column names of the segment in ``directory``, from its ``_pm`` header (no key
+    """The leaf column names of the segment in ``directory``, from its ``_pm`` header (no key
     needed, nothing decrypted; blocking).
 
     Raises:
@@ -68,11 +82,13 @@ def segment_column_names(directory: Path) -> tuple[str, ...]:
 
 
 def segment_encryption(
-    encryption: FileEncryption | None, history: Sequence[pa.Schema], names: Sequence[str]
+    encryption: FileEncryption | None, history: Sequence[pa.Schema], schema: pa.Schema
 ) -> FileEncryption | None:
-    """The encryption settings of a segment whose columns are ``names``, in a table created
-    with ``encryption`` whose schema history is ``history``: the caller's settings, with every
-    added column the key source gives no key of its own encrypted with the footer key.
+    """The encryption settings of a segment of ``schema``, in a table created with
+    ``encryption`` whose schema history is ``history``: the caller's settings, with every
+    added column the key source gives no key of its own encrypted with the footer key (an
+    added struct, list or map by its name, which covers its leaves; a leaf of it that the
+    key source lists keeps its own key).
 
     Returns:
         ``encryption`` itself when the segment has no added column (so a table that never
@@ -87,7 +103,7 @@ def segment_encryption(
     listed = set(keys.config.column_keys if isinstance(keys, KeyWrapper) else keys.columns)
     original = set(history[0].names)
     footer = set(encryption.footer_key_columns)
-    added = [n for n in names if n not in original and n not in listed and n not in footer]
+    added = [n for n in schema.names if n not in original and n not in listed and n not in footer]
     if not added:
         return encryption
     return FileEncryption(

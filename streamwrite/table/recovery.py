@@ -75,7 +75,12 @@ from streamwrite.layout.partitioning import partition_name
 from streamwrite.layout.table import next_segment_numbers, publish_txn
 from streamwrite.layout.table_recovery import plan_migration, plan_recovery, verify_recovery
 from streamwrite.live.file import LiveFile, recover_at
-from streamwrite.table.evolution import schema_history, segment_column_names, segment_encryption
+from streamwrite.table.evolution import (
+    leaf_names,
+    schema_history,
+    segment_column_names,
+    segment_encryption,
+)
 from streamwrite.table.execute import run_file_actions, scan_table
 
 __all__ = [
@@ -266,14 +271,14 @@ async def _segment_settings(
     """
     names = await anyio.to_thread.run_sync(segment_column_names, directory)
     history = schema_history(record)
-    own = next((s for s in history if tuple(s.names) == names), None)
+    own = next((s for s in history if leaf_names(s) == names), None)
     if own is None:
         raise CorruptFileError(
             f"The segment {str(directory)!r} has the columns {list(names)}, which no schema "
-            f"of the table's history has (the current one: {history[-1].names}).",
+            f"of the table's history has (the current one: {list(leaf_names(history[-1]))}).",
             0,
         )
-    return own, segment_encryption(encryption, history, names)
+    return own, segment_encryption(encryption, history, own)
 
 
 def sweep_retired(

@@ -40,6 +40,7 @@ from streamwrite.errors import CorruptFileError, SchemaError, StreamwriteError
 from streamwrite.format.sidecar.codec import parquet_footer_checksum
 from streamwrite.predicate import (
     Expr,
+    arrow_path,
     bind,
     describe,
     parse_filters,
@@ -114,6 +115,8 @@ class _Scan:
         record = view.record
         self.expr: Expr = bind(parse_filters(filters), schema)
         self.filter_columns = sorted(expr_columns(self.expr))
+        self.filter_fields = {c: arrow_path(schema, c) for c in self.filter_columns}
+        """Each filter column's Arrow path (a struct field: ``("s", "a")``) and field."""
         self.decryption = decryption
         self.record = record
         files = view.files
@@ -158,7 +161,11 @@ class _Scan:
     def missing(self, pf: ParquetFile) -> dict[str, pa.DataType]:
         """The filter's columns the segment lacks (added later), with their types."""
         present = set(pf.schema_arrow.names)
-        return {c: self.schema.field(c).type for c in self.filter_columns if c not in present}
+        return {
+            c: field.type
+            for c, (path, field) in self.filter_fields.items()
+            if path[0] not in present
+        }
 
     def segment(self, pf: ParquetFile, columns: list[str] | None) -> tuple[str | None, Any]:
         """The footer level: ``(skipped_by, read_plan)`` of an open segment."""
@@ -245,7 +252,11 @@ def read_filtered(
     full = pa.schema(
         [
             *target,
-            *(scan.schema.field(c) for c in scan.filter_columns if c not in target.names),
+            *(
+                scan.schema.field(top)
+                for top in dict.fromkeys(path[0] for path, _ in scan.filter_fields.values())
+                if top not in target.names
+            ),
         ]
     )
     tables: list[pa.Table] = []
@@ -269,7 +280,8 @@ def read_filtered(
             ) from exc
     if not tables:
         return target.empty_table()
-    return pa.concat_tables(tables).filter(to_arrow(scan.expr)).select(target.names)
+    rows = pa.concat_tables(tables)
+    return rows.filter(to_arrow(scan.expr, rows.schema)).select(target.names)
 
 
 def snapshot_files(

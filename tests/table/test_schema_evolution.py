@@ -241,7 +241,7 @@ def test_add_columns_refuses_bad_fields_and_changes_nothing(tmp_path: Path) -> N
             ([pa.field("price", pa.int64())], SchemaError, "has a column of that name"),
             ([VENUE, VENUE], SchemaError, "repeat"),
             ([pa.field("x", pa.int64(), nullable=False)], SchemaError, "must be nullable"),
-            ([pa.field("x", pa.list_(pa.int64()))], UnsupportedError, ""),
+            ([pa.field("x", pa.dense_union([pa.field("i", pa.int64())]))], UnsupportedError, "x"),
             ([], SchemaError, "at least one"),
             (VENUE, SchemaError, "sequence"),
             (["x"], SchemaError, "pyarrow.Field"),

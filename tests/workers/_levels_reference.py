@@ -82,7 +82,7 @@ class Page:
     num_nulls: int | None  # v2 only
     rep: npt.NDArray[np.uint64]
     defs: npt.NDArray[np.uint64]
-    values_size: int
+    values: bytes
 
 
 def walk_pages(data: bytes, max_def: int, max_rep: int) -> tuple[t.PageHeader | None, list[Page]]:
@@ -107,7 +107,7 @@ def walk_pages(data: bytes, max_def: int, max_rep: int) -> tuple[t.PageHeader | 
             if max_def:
                 defs, used = decode_levels_v1(body[at:], max_def.bit_length(), n)
                 at += used
-            pages.append(Page(header, n, None, None, rep, defs, len(body) - at))
+            pages.append(Page(header, n, None, None, rep, defs, body[at:]))
         else:
             v2 = header.data_page_header_v2
             n = v2.num_values
@@ -125,8 +125,8 @@ def walk_pages(data: bytes, max_def: int, max_rep: int) -> tuple[t.PageHeader | 
             else:
                 assert def_size == 0
                 defs = np.zeros(0, dtype=np.uint64)
-            size = len(body) - rep_size - def_size
-            pages.append(Page(header, n, v2.num_rows, v2.num_nulls, rep, defs, size))
+            values = body[rep_size + def_size :]
+            pages.append(Page(header, n, v2.num_rows, v2.num_nulls, rep, defs, values))
     return dictionary, pages
 
 

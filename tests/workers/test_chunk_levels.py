@@ -326,3 +326,52 @@ def test_bloom_filter_of_a_nested_leaf_holds_its_values(dictionary: bool) -> Non
     assert bloom.check_hashes(hash_values(values, Type.BYTE_ARRAY)).all()
     absent = BinaryValues.from_pylist([b"absent-%d" % i for i in range(2000)])
     assert bloom.check_hashes(hash_values(absent, Type.BYTE_ARRAY)).mean() < 0.05
+
+
+def test_dictionary_fallback_cut_moves_back_to_a_record_start() -> None:
+    """Records of 10 strings (14 PLAIN bytes per dictionary entry): records 0, 1, 2 bring words
+    0-9, 10-19, 20-29 and the others repeat them. The dictionary page limit holds 25 entries,
+    so the value cut (value 25) falls inside record 2: the dictionary part ends at record 2 and
+    its page keeps the 20 entries records 0-1 use; record 2 on goes to PLAIN pages."""
+    num_rows, per_row = 200, 10
+    words = [b"word-%05d" % i for i in range(30)]
+    picks = np.concatenate(
+        (np.arange(30), np.random.default_rng(1).integers(0, 30, (num_rows - 3) * per_row))
+    )
+    rep = np.tile(np.r_[0, np.ones(per_row - 1)].astype(np.uint8), num_rows)
+    defs = np.full(num_rows * per_row, 3, dtype=np.uint8)
+    values = BinaryValues.from_pylist([words[i] for i in picks])
+    settings_ = make_settings(
+        Type.BYTE_ARRAY, 3, 1, V1, dictionary_page_size_limit=14 * 25, data_page_row_limit=40
+    )
+    chunk = encode_chunk(settings_, values, defs, num_rows, rep_levels=rep)
+    dictionary, pages = walk_pages(chunk.data, 3, 1)
+    assert dictionary is not None
+    assert dictionary.dictionary_page_header.num_values == 2 * per_row
+    encodings = [p.header.data_page_header.encoding for p in pages]
+    assert encodings[0] == Encoding.RLE_DICTIONARY
+    assert set(encodings[1:]) == {Encoding.PLAIN}
+    assert chunk.offset_index is not None
+    assert [p.first_row_index for p in chunk.offset_index.page_locations][:2] == [0, 2]
+    # the dictionary part's indices: 0..19, bit width 5 (the byte before the hybrid runs)
+    first = pages[0]
+    assert first.num_entries == 2 * per_row and first.rep.tolist().count(0) == 2
+    assert first.values[0] == 5
+    indices, _ = decode_rle_hybrid(first.values[1:], 5, 2 * per_row)
+    assert indices.tolist() == list(range(2 * per_row))
+    # the PLAIN part starts with record 2's first value: u32 length, then the bytes
+    assert pages[1].rep.tolist()[0] == 0
+    assert pages[1].values[4:14] == words[20]
+
+
+def test_repeated_leaf_without_rep_levels_writes_records_of_one_entry() -> None:
+    """rep_levels=None for a repeated leaf means one entry per record: the pages still carry
+    the repetition level section a reader of a max_rep 1 column expects (all 0)."""
+    defs = np.array([2, 1, 0, 2], dtype=np.uint8)
+    settings_ = make_settings(Type.INT64, 2, 1, V1)
+    chunk = encode_chunk(settings_, np.array([7, 8], dtype=np.int64), defs, 4)
+    _, pages = walk_pages(chunk.data, 2, 1)
+    assert pages[0].rep.tolist() == [0, 0, 0, 0]
+    assert pages[0].defs.tolist() == [2, 1, 0, 2]
+    with pytest.raises(FormatError, match=r"4 record starts .* for 3 rows"):
+        encode_chunk(settings_, np.array([7, 8], dtype=np.int64), defs, 3)

@@ -25,13 +25,20 @@ import pytest
 from streamwrite.crypto import EncryptionConfig, InMemoryKms, KeyWrapper
 from streamwrite.crypto.encryption import FileEncryption
 from streamwrite.format import structs as t
-from streamwrite.format.enums import CompressionCodec
+from streamwrite.format.enums import CompressionCodec, Encoding
 from streamwrite.format.thrift.codec import deserialize
 from streamwrite.options import ColumnOptions, DataPageVersion, WriteOptions
 from tests.crypto.test_writer_encryption import MASTER_KEYS, _job, run_pyarrow
 from tests.workers._nested_files import write_nested_file
 
 READ_CHECK = Path(__file__).with_name("_nested_read_check.py")
+
+
+def _split(values: Any, rng: np.random.Generator, num_rows: int) -> list[Any]:
+    """``values`` cut into ``num_rows`` lists of 0 to 6 elements (some rows null)."""
+    cuts = np.sort(rng.integers(0, len(values), num_rows - 1))
+    parts = np.split(values, cuts)
+    return [None if i % 17 == 5 else part.tolist() for i, part in enumerate(parts)]
 
 
 def nested_table(num_rows: int, seed: int) -> pa.Table:
@@ -85,6 +92,11 @@ def nested_table(num_rows: int, seed: int) -> pa.Table:
             pa.list_(pa.field("item", pa.int64(), nullable=False)),
         ),
         "flat": pa.array(ints(num_rows), pa.int64()),
+        # never decreasing: DELTA_BINARY_PACKED; a smooth series: BYTE_STREAM_SPLIT
+        "inc": pa.array(_split(np.cumsum(rng.integers(0, 1000, 3 * num_rows)), rng, num_rows)),
+        "bss": pa.array(
+            _split(100 + np.cumsum(rng.normal(size=3 * num_rows)) * 0.01, rng, num_rows)
+        ),
     }
     schema = pa.schema(
         [pa.field(name, array.type, nullable=name != "req") for name, array in columns.items()]
@@ -144,6 +156,19 @@ def test_readers_read_nested_files_equal_to_input(tmp_path: Path) -> None:
         ):
             ipc.write_table(table)
         names.append(name)
+    seen_encodings = set()
+    for name in names:
+        data = (tmp_path / f"{name}.parquet").read_bytes()
+        for group in _footer(data).row_groups:
+            for chunk in group.columns:
+                seen_encodings.update(s.encoding for s in chunk.meta_data.encoding_stats)
+    assert seen_encodings == {
+        Encoding.PLAIN,
+        Encoding.RLE_DICTIONARY,
+        Encoding.DELTA_BINARY_PACKED,
+        Encoding.DELTA_LENGTH_BYTE_ARRAY,
+        Encoding.BYTE_STREAM_SPLIT,
+    }
     lines = _read_check(tmp_path, ["pyarrow", "duckdb"])
     seen = {(line["file"], line["reader"]): line["problems"] for line in lines}
     for name in names:
@@ -202,8 +227,8 @@ def test_metadata_equals_pyarrows(version: DataPageVersion, dictionary: bool) ->
         # pyarrow 26 writes no nan_count; ours counts the NaN values as for flat columns
         assert theirs_s.nan_count is None
         nans = None
-        if where == "ld.list.element":
-            flat = table.column("ld").combine_chunks().flatten()
+        if where in ("ld.list.element", "bss.list.element"):
+            flat = table.column(where.split(".")[0]).combine_chunks().flatten()
             nans = int(pc.sum(pc.is_nan(flat)).as_py())
         assert ours_s.nan_count == nans, where
         our_size, their_size = our.size_statistics, their.size_statistics
