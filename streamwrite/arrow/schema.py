@@ -77,7 +77,8 @@ from streamwrite.arrow.schema_read import (
     _inferred_field,
     _sort_order,
 )
-from streamwrite.errors import FormatError, SchemaError, UnsupportedError
+from streamwrite.arrow.schema_read_nested import NestedReader, element_trees
+from streamwrite.errors import FormatError, SchemaError
 from streamwrite.format.enums import FieldRepetitionType, Type
 from streamwrite.format.structs import KeyValue, SchemaElement
 
@@ -186,49 +187,29 @@ def flat_fields(columns: Sequence[ColumnSpec]) -> tuple[FieldNode, ...]:
 def parquet_to_arrow(
     elements: list[SchemaElement], key_value_metadata: list[KeyValue] | None
 ) -> ParquetSchema:
-    """Map a flat Parquet schema (and the footer's ``ARROW:schema``, if any) to Arrow.
+    """Map a Parquet schema (and the footer's ``ARROW:schema``, if any) to Arrow.
+
+    Groups map as :mod:`streamwrite.arrow.schema_read_nested` describes (three-level and
+    legacy lists, maps, structs, repeated fields); leaves as :func:`_infer_type`.
 
     Args:
         elements: The footer's schema elements, root first.
         key_value_metadata: The footer's key-value metadata, or ``None``.
 
     Returns:
-        The Arrow schema (with the footer's other key-value pairs as schema metadata) and one
-        :class:`ColumnSpec` per leaf, each holding the footer's own leaf element.
+        The Arrow schema (with the footer's other key-value pairs as schema metadata), one
+        :class:`ColumnSpec` per leaf, each holding the footer's own leaf element, and one
+        :class:`FieldNode` per top-level field.
 
     Raises:
-        UnsupportedError: If the schema is nested, has REPEATED leaves, or uses a logical type
-            streamwrite does not read.
+        UnsupportedError: If a leaf uses a logical type streamwrite does not read.
         FormatError: If the elements are not a valid Parquet schema (missing types, a logical
-            type on a physical type it cannot annotate, a bad ``ARROW:schema`` value).
+            type on a physical type it cannot annotate, malformed LIST or MAP groups, a bad
+            ``ARROW:schema`` value).
     """
     if not elements:
         raise FormatError("The footer's schema has no elements; it needs at least a root.")
-    root, leaves = elements[0], elements[1:]
-    for i, leaf in enumerate(leaves):
-        if (leaf.num_children is not None and leaf.num_children > 0) or leaf.type is None:
-            raise UnsupportedError(
-                f"Column {leaf.name!r} (schema element {i + 1}) is a group; streamwrite reads "
-                "flat schemas only."
-            )
-        if leaf.repetition_type == FieldRepetitionType.REPEATED:
-            raise UnsupportedError(
-                f"Column {leaf.name!r} (schema element {i + 1}) is REPEATED; streamwrite reads "
-                "flat schemas only."
-            )
-        if leaf.type not in _PHYSICAL_SORT_ORDER or leaf.repetition_type not in (
-            FieldRepetitionType.REQUIRED,
-            FieldRepetitionType.OPTIONAL,
-        ):
-            raise FormatError(
-                f"Column {leaf.name!r} (schema element {i + 1}) has physical type {leaf.type} and "
-                f"repetition {leaf.repetition_type}; a leaf needs a known type and repetition."
-            )
-    if root.num_children != len(leaves):
-        raise FormatError(
-            f"The schema root says it has {root.num_children} children but {len(leaves)} "
-            "elements follow it."
-        )
+    trees = element_trees(elements)
     metadata: dict[bytes, bytes] = {}
     origin: pa.Schema | None = None
     for kv in key_value_metadata or []:
@@ -237,36 +218,60 @@ def parquet_to_arrow(
         else:
             metadata[_as_bytes(kv.key or "")] = _as_bytes(kv.value or "")
     if origin is not None:
-        if origin.names != [leaf.name for leaf in leaves]:
+        if origin.names != [tree.name for tree in trees]:
             origin = None  # not the schema of these columns: ignore it
         else:
             metadata = dict(origin.metadata or {})  # as pyarrow: the stored schema's metadata
-    columns = []
-    for i, leaf in enumerate(leaves):
-        inferred = _inferred_field(i, leaf)
-        field = inferred if origin is None else _restore(origin.field(i), inferred, i)
-        columns.append(_read_spec(i, field, leaf))
-    arrow_schema = pa.schema([c.field for c in columns], metadata=metadata or None)
-    return ParquetSchema(arrow_schema, list(elements), tuple(columns), flat_fields(columns))
+    reader = NestedReader(_read_spec)
+    fields = tuple(
+        reader.add(tree, None if origin is None else origin.field(i))
+        for i, tree in enumerate(trees)
+    )
+    arrow_schema = pa.schema([node.field for node in fields], metadata=metadata or None)
+    return ParquetSchema(arrow_schema, list(elements), tuple(reader.columns), fields)
 
 
 def _as_bytes(value: str | bytes) -> bytes:
     return value if isinstance(value, bytes) else value.encode()
 
 
-def _read_spec(index: int, field: pa.Field, leaf: SchemaElement) -> ColumnSpec:
-    assert leaf.type is not None and leaf.repetition_type is not None  # checked by the caller
+def _read_spec(
+    index: int,
+    leaf: SchemaElement,
+    path: tuple[str, ...] | None,
+    max_definition_level: int,
+    max_repetition_level: int,
+    origin: pa.Field | None,
+) -> ColumnSpec:
+    """The ColumnSpec of leaf ``index`` (``path`` None for a flat top-level column)."""
+    where = ".".join(path) if path is not None else leaf.name
+    if leaf.type not in _PHYSICAL_SORT_ORDER or leaf.repetition_type not in (
+        FieldRepetitionType.REQUIRED,
+        FieldRepetitionType.OPTIONAL,
+        FieldRepetitionType.REPEATED,
+    ):
+        raise FormatError(
+            f"Column {where!r} (leaf {index}) has physical type {leaf.type} and "
+            f"repetition {leaf.repetition_type}; a leaf needs a known type and repetition."
+        )
     repetition = FieldRepetitionType(leaf.repetition_type)
+    inferred = _inferred_field(index, leaf)
+    inferred = inferred.with_nullable(repetition == FieldRepetitionType.OPTIONAL)
+    field = inferred if origin is None else _restore(origin, inferred, index)
+    if origin is not None:
+        field = field.with_name(origin.name)
     return ColumnSpec(
         index=index,
-        name=field.name,
+        name=field.name if path is None else ".".join(path),
         field=field,
         physical_type=Type(leaf.type),
         type_length=leaf.type_length,
         repetition=repetition,
-        max_definition_level=int(repetition == FieldRepetitionType.OPTIONAL),
+        max_definition_level=max_definition_level,
         sort_order=_sort_order(leaf),
         element=leaf,
+        max_repetition_level=max_repetition_level,
+        path=path,
     )
 
 

@@ -182,7 +182,7 @@ def _infer_type(index: int, leaf: SchemaElement) -> pa.DataType:
     if kind == "UNKNOWN":
         return pa.null()
     if kind in ("MAP", "LIST", "MAP_KEY_VALUE"):
-        raise UnsupportedError(f"{where} is annotated {kind}; streamwrite reads flat schemas only.")
+        raise FormatError(f"{where} is a primitive annotated {kind}; only a group can be.")
     if kind == "DECIMAL" and physical in (
         Type.INT32,
         Type.INT64,

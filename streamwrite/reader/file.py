@@ -14,8 +14,13 @@ Tail of a file (parquet-format "File Format", and 7.3 "Parquet Modular Encryptio
 Encrypted files are read with a :class:`~streamwrite.crypto.decryption.DecryptionConfig`
 (``decryption=``); see :mod:`streamwrite.crypto.decryption` for the modules and their AADs.
 Without it, an encrypted footer raises EncryptionError, and a plaintext-footer file reads its
-plaintext columns only. Files with nested columns open too: their flat top-level columns can be read
-with ``columns=``; reading a nested column raises UnsupportedError.
+plaintext columns only.
+
+Nested columns (struct, list, large_list, fixed_size_list, map, any depth, and the legacy
+list forms of other writers) are read leaf by leaf and assembled
+(:func:`streamwrite.arrow.assemble.assemble`). ``columns=`` takes top-level field names, and
+dotted paths through structs as pyarrow does (``columns=["s.a"]`` gives ``s`` with only that
+child; paths under one field are merged).
 
 ``ParquetFile.metadata`` and ``ParquetFile.schema`` have the shape of
 ``pyarrow.parquet.ParquetFile(...)``'s (``streamwrite.FileMetaData``, ``ParquetSchemaView``...,
@@ -33,14 +38,15 @@ embedded index, bloom filters, page index -> :class:`streamwrite.ReadPlan`) and 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
 
+from streamwrite.arrow.assemble import assemble, leaf_ids
 from streamwrite.arrow.assembly import from_physical
-from streamwrite.arrow.schema import ColumnSpec, ParquetSchema, flat_fields, parquet_to_arrow
+from streamwrite.arrow.column import FieldNode, NodeKind
+from streamwrite.arrow.schema import ColumnSpec, ParquetSchema, parquet_to_arrow
 from streamwrite.crypto.decryption import ChunkDecryptor, DecryptionConfig
 from streamwrite.errors import (
     ConfigError,
@@ -58,11 +64,11 @@ from streamwrite.reader.metadata import FileMetaData, ParquetSchemaView
 from streamwrite.reader.plan import ReadPlan
 from streamwrite.reader.pruned_read import batches, filtered_tables, read_planned_row_group
 from streamwrite.reader.pruning import plan_read
+from streamwrite.reader.selection import select_fields
 from streamwrite.reader.tail import (
     _MAX_DICTIONARY_HEADER_SIZE,
     Source,
     _Bytes,
-    _leaf_paths,
     _needs_parquet_816_padding,
     _read_footer,
 )
@@ -88,7 +94,7 @@ class ParquetFile:
         CorruptFileError: the file is not valid Parquet (with the offset of the damage).
         EncryptionError: an encrypted footer without ``decryption``; a wrong footer key or
             AAD prefix; a tampered footer or footer signature.
-        UnsupportedError: a schema without any flat column we read.
+        UnsupportedError: a leaf of a logical type streamwrite does not read.
         ConfigError: a non-positive ``max_decompressed_page_size``.
     """
 
@@ -118,8 +124,6 @@ class ParquetFile:
             max_decompressed_page_size=max_decompressed_page_size,
         )
         self._source = _Bytes(source, snapshot)
-        self._unsupported: UnsupportedError | None = None
-        self._nested_names: frozenset[str] = frozenset()
         self._column_metadata_cache: dict[tuple[int, int], t.ColumnMetaData] = {}
         self._metadata: FileMetaData | None = None
         try:
@@ -147,11 +151,8 @@ class ParquetFile:
         if not metadata.schema:
             raise CorruptFileError("The footer has no schema.", self.footer_offset)
         try:
-            try:
-                schema = parquet_to_arrow(metadata.schema, metadata.key_value_metadata)
-                paths = [spec.element.name or "" for spec in schema.columns]
-            except UnsupportedError as exc:
-                schema, paths = self._flat_projection(metadata.schema, exc)
+            schema = parquet_to_arrow(metadata.schema, metadata.key_value_metadata)
+            paths = [".".join(spec.path_in_schema) for spec in schema.columns]
         except UnsupportedError:
             raise
         except (SchemaError, FormatError) as exc:
@@ -173,30 +174,6 @@ class ParquetFile:
                     self.footer_offset,
                 )
         return schema, paths
-
-    def _flat_projection(
-        self, elements: list[t.SchemaElement], exc: UnsupportedError
-    ) -> tuple[ParquetSchema, list[str]]:
-        """The flat top-level columns of a nested schema (the others raise ``exc`` when read)."""
-        leaves = _leaf_paths(elements)
-        flat = [(n, element) for n, (_, element, ok) in enumerate(leaves) if ok]
-        if not flat:
-            raise exc
-        root = dataclasses.replace(elements[0], num_children=len(flat))
-        projected = parquet_to_arrow([root, *(e for _, e in flat)], None)
-        columns = tuple(
-            dataclasses.replace(spec, index=n)
-            for spec, (n, _) in zip(projected.columns, flat, strict=True)
-        )
-        flat_names = {e.name for _, e in flat}
-        self._unsupported = exc
-        self._nested_names = (
-            frozenset(path.split(".")[0] for path, _, ok in leaves if not ok) - flat_names
-        )
-        schema = ParquetSchema(
-            projected.arrow_schema, list(elements), columns, flat_fields(columns)
-        )
-        return schema, [path for path, _, _ in leaves]
 
     @property
     def schema_arrow(self) -> pa.Schema:
@@ -221,8 +198,9 @@ class ParquetFile:
 
     @property
     def unsupported_columns(self) -> list[str]:
-        """Top-level columns of the file we cannot read (nested), not in :attr:`schema_arrow`."""
-        return sorted(self._nested_names)
+        """Always empty: every column of a file that opens can be read (nested ones too).
+        Kept for callers that listed the nested columns older versions could not read."""
+        return []
 
     @property
     def encryption_algorithm(self) -> str | None:
@@ -230,18 +208,22 @@ class ParquetFile:
         None (plaintext files, or plaintext-footer files read without keys)."""
         return None if self._decryptor is None else self._decryptor.algorithm.value
 
-    def _columns(self, columns: Sequence[str] | None) -> list[ColumnSpec]:
+    def _select(self, columns: Sequence[str] | None) -> list[FieldNode]:
+        """The top-level fields ``columns`` names (default all), pruned to the struct children
+        its dotted paths name (:func:`streamwrite.reader.selection.select_fields`).
+
+        Raises:
+            SchemaError: a name is neither a field nor a path through structs.
+        """
         if columns is None:
-            if self._unsupported is not None:
-                raise self._unsupported
-            return list(self._schema.columns)
-        by_name = {spec.name: spec for spec in self._schema.columns}
-        if self._unsupported is not None and any(c in self._nested_names for c in columns):
-            raise self._unsupported
-        missing = [c for c in columns if c not in by_name]
-        if missing:
-            raise SchemaError(f"Columns {missing} are not in the file; it has {list(by_name)}.")
-        return [by_name[c] for c in columns]
+            return list(self._schema.fields)
+        return select_fields(self._schema.fields, columns)
+
+    def _columns(self, columns: Sequence[str] | None) -> list[ColumnSpec]:
+        """The leaf columns of the fields ``columns`` selects (:meth:`_select`), in order."""
+        return [
+            self._schema.columns[leaf] for node in self._select(columns) for leaf in leaf_ids(node)
+        ]
 
     @property
     def file_size(self) -> int:
@@ -383,6 +365,7 @@ class ParquetFile:
                 def_levels=np.zeros(0, dtype=np.uint8) if spec.max_definition_level else None,
                 num_rows=0,
                 pages=[],
+                rep_levels=np.zeros(0, dtype=np.uint8) if spec.max_repetition_level else None,
             )
             start = self.footer_offset
         else:
@@ -398,6 +381,7 @@ class ParquetFile:
                 where=where,
                 cipher=cipher,
                 dictionary_first=meta.dictionary_page_offset == start,
+                max_repetition_level=spec.max_repetition_level,
             )
         if num_rows is not None and decoded.num_rows != num_rows:
             raise CorruptFileError(
@@ -443,6 +427,35 @@ class ParquetFile:
 
     def _read_column(self, spec: ColumnSpec, i: int) -> pa.Array:
         return self._to_arrow(self._decode_column_chunk(i, spec), spec, i)
+
+    def _read_field(self, node: FieldNode, i: int) -> pa.Array:
+        """The Arrow array of (selected) top-level field ``node`` in row group ``i``: a flat
+        column as :meth:`_read_column`, a nested field assembled from all its leaves."""
+        if node.kind is NodeKind.LEAF and node.leaf is not None:
+            spec = self._schema.columns[node.leaf]
+            if not spec.is_nested:
+                return self._read_column(spec, i)
+        specs = [self._schema.columns[leaf] for leaf in leaf_ids(node)]
+        decoded = [self._decode_column_chunk(i, spec) for spec in specs]
+        where = f"Field {node.name!r} of row group {i}"
+        pages = decoded[0].pages
+        offset = pages[0].offset if pages else self.footer_offset
+        try:
+            return assemble(node, decoded, self._schema.columns, validate=True)
+        except CorruptFileError as exc:
+            if exc.offset is not None:
+                raise
+            raise CorruptFileError(f"{where}: {exc}", offset) from exc
+        except (UnsupportedError, LimitError):
+            raise
+        except StreamwriteError as exc:
+            raise CorruptFileError(f"{where} does not assemble: {exc}", offset) from exc
+        except MemoryError as exc:
+            raise LimitError(f"{where} needs more memory than is available.") from exc
+        except (*KERNEL_ERRORS, pa.ArrowException) as exc:
+            raise CorruptFileError(
+                f"{where} does not assemble ({type(exc).__name__}: {exc}).", offset
+            ) from exc
 
     def _to_arrow(self, decoded: DecodedChunk, spec: ColumnSpec, i: int) -> pa.Array:
         """The Arrow array of decoded rows of column ``spec`` in row group ``i`` (checked)."""
@@ -490,15 +503,15 @@ class ParquetFile:
         if filters is not None:
             plan = plan_read(self, filters, columns, [i])
             return read_planned_row_group(self, plan, plan.row_groups[0])
-        specs = self._columns(columns)
-        arrays = [self._read_column(spec, i) for spec in specs]
+        nodes = self._select(columns)
+        arrays = [self._read_field(node, i) for node in nodes]
         lengths = {len(array) for array in arrays}
         if len(lengths) > 1:
             raise CorruptFileError(
                 f"The columns of row group {i} have different row counts {sorted(lengths)}.",
                 self.footer_offset,
             )
-        return pa.Table.from_arrays(arrays, schema=pa.schema([spec.field for spec in specs]))
+        return pa.Table.from_arrays(arrays, schema=pa.schema([node.field for node in nodes]))
 
     def read(self, columns: Sequence[str] | None = None, *, filters: object = None) -> pa.Table:
         """Read every row group, or with ``filters`` only the rows matching them.
@@ -518,8 +531,7 @@ class ParquetFile:
             SchemaError, ConfigError: as :meth:`plan`; CorruptFileError...: as
             :meth:`read_row_group`.
         """
-        specs = self._columns(columns)
-        schema = pa.schema([spec.field for spec in specs])
+        schema = pa.schema([node.field for node in self._select(columns)])
         if filters is None:
             tables = [self.read_row_group(i, columns) for i in range(self.num_row_groups)]
         else:
@@ -572,17 +584,16 @@ class ParquetFile:
         """
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}.")
-        specs = self._columns(columns)  # check the names before yielding anything
+        self._select(columns)  # check the names before yielding anything
         indexes = list(range(self.num_row_groups) if row_groups is None else row_groups)
         for i in indexes:
             if not 0 <= i < self.num_row_groups:
                 raise IndexError(
                     f"Row group {i} does not exist; the file has {self.num_row_groups}."
                 )
-        names = [spec.name for spec in specs]
         if filters is None:
-            return batches((self.read_row_group(i, names) for i in indexes), batch_size)
-        plan = plan_read(self, filters, names, indexes)  # checks the filter before yielding
+            return batches((self.read_row_group(i, columns) for i in indexes), batch_size)
+        plan = plan_read(self, filters, columns, indexes)  # checks the filter before yielding
         return batches(filtered_tables(self, plan), batch_size)
 
     def close(self) -> None:

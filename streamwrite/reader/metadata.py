@@ -409,7 +409,13 @@ class RowGroupMetaData:
 class ColumnSchema:
     """One leaf column of the schema, shaped as ``pyarrow.parquet.ColumnSchema``."""
 
-    def __init__(self, path: str, element: t.SchemaElement, max_definition_level: int) -> None:
+    def __init__(
+        self,
+        path: str,
+        element: t.SchemaElement,
+        max_definition_level: int,
+        max_repetition_level: int = 0,
+    ) -> None:
         self.path = path
         self.name: str = element.name or ""
         self.physical_type: str = _enum_name(element.type)
@@ -420,6 +426,7 @@ class ColumnSchema:
             "NONE" if element.converted_type is None else _enum_name(element.converted_type)
         )
         self.max_definition_level = max_definition_level
+        self.max_repetition_level = max_repetition_level
         self.element = element
         """The Thrift ``SchemaElement``."""
 
@@ -454,6 +461,10 @@ class ParquetSchemaView:
         if not 0 <= i < len(self._leaves):
             raise IndexError(f"Column {i} does not exist; the schema has {len(self._leaves)}.")
         path, element, _ = self._leaves[i]
+        columns = self._file._parquet_schema.columns
+        if i < len(columns):
+            spec = columns[i]
+            return ColumnSchema(path, element, spec.max_definition_level, spec.max_repetition_level)
         optional = element.repetition_type == t.FieldRepetitionType.OPTIONAL
         return ColumnSchema(path, element, int(optional))
 
@@ -541,13 +552,13 @@ class FileMetaData:
 
     def _logical_spec(self, column: int) -> ColumnSpec | None:
         """The column's spec with the Arrow type its Parquet logical type gives (how pyarrow
-        types statistics), None for a leaf of a nested column."""
+        types statistics)."""
         if self._logical is None:
             elements = self.thrift.schema or []
             try:
                 specs = parquet_to_arrow(elements, None).columns
                 self._logical = {spec.index: spec for spec in specs}
-            except StreamwriteError:  # nested: the flat columns the reader projects
+            except StreamwriteError:  # as the reader's own
                 self._logical = {spec.index: spec for spec in self._file._parquet_schema.columns}
         return self._logical.get(column)
 

@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from streamwrite.arrow.column import FieldNode
 from streamwrite.arrow.schema import ColumnSpec, ParquetSchema
 from streamwrite.crypto.decryption import ChunkDecryptor
 from streamwrite.format import structs as t
@@ -44,6 +45,8 @@ class ParquetFile(Protocol):
     def max_decompressed_page_size(self) -> int: ...
     def read_bytes(self, offset: int, size: int) -> memoryview: ...
     def _columns(self, columns: Sequence[str] | None) -> list[ColumnSpec]: ...
+    def _select(self, columns: Sequence[str] | None) -> list[FieldNode]: ...
+    def _read_field(self, node: FieldNode, i: int) -> pa.Array: ...
     def _chunk(self, i: int, column: int) -> t.ColumnChunk: ...
     def _column_metadata(self, i: int, column: int) -> t.ColumnMetaData: ...
     def _typed_chunk_meta(self, i: int, spec: ColumnSpec) -> tuple[t.ColumnMetaData, str]: ...
@@ -105,8 +108,9 @@ class ReadPlan:
     """A filtered read of a file (``ParquetFile.plan``): what it reads, skips and why.
 
     Attributes:
-        columns: The columns returned.
-        read_columns: The columns read: ``columns`` and then the filter's other columns.
+        columns: The top-level fields returned.
+        read_columns: The columns read: the columns asked for (top-level fields or dotted
+            struct paths) and then the filter's other columns.
         row_groups: One plan per row group considered, in file order.
         index_bytes_read: Bytes of bloom filters, page indexes and embedded index read to plan.
     """
@@ -118,6 +122,8 @@ class ReadPlan:
     _expr: Expr | None = field(default=None, repr=False)
     _constants: Mapping[str, pa.Scalar] = field(default_factory=dict, repr=False)
     """Columns not in the file that the filter uses, with their one value."""
+    _num_filter_columns: int = field(default=0, repr=False)
+    """How many of ``read_columns`` (at its end) only the filter needs."""
 
     @property
     def filter(self) -> str | None:

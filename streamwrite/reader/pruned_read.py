@@ -25,6 +25,7 @@ from streamwrite.errors import CorruptFileError
 from streamwrite.predicate import to_arrow
 from streamwrite.reader.page_index import ChunkPages
 from streamwrite.reader.plan import ParquetFile, ReadPlan, RowGroupPlan
+from streamwrite.reader.selection import project
 from workers.decode import DecodedChunk
 from workers.decode_pages import PageSlice, decode_pages
 
@@ -94,22 +95,26 @@ def read_planned_row_group(
     Raises:
         CorruptFileError, EncryptionError, LimitError...: as ``ParquetFile.read_row_group``.
     """
-    specs = pf._columns(plan.read_columns)
-    schema = pa.schema([spec.field for spec in specs])
+    nodes = pf._select(plan.read_columns)
+    schema = pa.schema([node.field for node in nodes])
     if rg.skipped_by is not None:
-        return schema.empty_table().select(list(plan.columns if apply_filter else schema.names))
+        empty = schema.empty_table()
+        return _output(pf, plan, empty) if apply_filter else empty
     i = rg.index
     partial = rg.num_rows_read < rg.num_rows
     starts, stops = rg._ranges.starts, rg._ranges.stops
     arrays = []
-    for spec in specs:
-        chosen = rg._pages.get(spec.name)
-        if chosen is not None:  # pages are chosen only when rows are cut
+    for node in nodes:
+        spec = None if node.leaf is None else pf._parquet_schema.columns[node.leaf]
+        chosen = None if spec is None else rg._pages.get(spec.name)
+        if spec is not None and chosen is not None:  # pages are chosen only when rows are cut
             located, selected = chosen
             array = pf._to_arrow(_decode_selected(pf, i, spec, located, selected), spec, i)
             array = array.filter(_inside(_page_rows(located, selected), starts, stops))
         else:
-            array = pf._read_column(spec, i)
+            # a flat column without an OffsetIndex, or a nested field (assembled from whole
+            # chunks: records are cut after assembly)
+            array = pf._read_field(node, i)
             if partial:
                 array = array.filter(_inside(np.arange(len(array)), starts, stops))
         arrays.append(array)
@@ -127,7 +132,16 @@ def read_planned_row_group(
         return table
     if plan._expr is not None:
         table = table.filter(to_arrow(plan._expr, table.schema))
-    return table.select(list(plan.columns))
+    return _output(pf, plan, table)
+
+
+def _output(pf: ParquetFile, plan: ReadPlan, table: pa.Table) -> pa.Table:
+    """The plan's columns of ``table``, each struct cut to the children asked for (the read
+    may have taken more for the filter)."""
+    asked = plan.read_columns[: len(plan.read_columns) - plan._num_filter_columns]
+    nodes = pf._select(asked)
+    arrays = [project(table.column(node.field.name), node.field.type) for node in nodes]
+    return pa.Table.from_arrays(arrays, schema=pa.schema([node.field for node in nodes]))
 
 
 def filtered_tables(

@@ -112,8 +112,14 @@ class _Planner:
         self.num_rows = np.array([thrift_rgs[i].num_rows or 0 for i in row_groups], np.int64)
         self.skipped: list[SkipReason | None] = [None] * len(row_groups)
         self.index_bytes = 0
+        # A leaf under a list or map is never a filter column (a filter names one value per
+        # row): only flat columns and struct leaves prune.
         self.filter_specs = (
-            [] if expr is None else [s for s in specs if s.name in filter_columns(expr)]
+            []
+            if expr is None
+            else [
+                s for s in specs if s.name in filter_columns(expr) and s.max_repetition_level == 0
+            ]
         )
         self.embedded: Any = None
 
@@ -245,8 +251,10 @@ class _Planner:
         chosen: dict[str, tuple[ChunkPages, npt.NDArray[np.intp]]] = {}
         partial = ranges.num_rows < num_rows
         for spec in self.specs:
-            located = offset_indexes.get(spec.name)
-            if reason is None and partial and located is None:
+            # A nested field is assembled from whole chunks of all its leaves, then cut to
+            # the kept records: its leaves' pages need not start at the same rows.
+            located = None if spec.is_nested else offset_indexes.get(spec.name)
+            if reason is None and partial and located is None and not spec.is_nested:
                 where = f"Column {spec.name!r} of row group {i}"
                 located = read_offset_index(
                     pf, i, spec.index, num_rows, pf._chunk_range(i, spec), where
@@ -319,6 +327,7 @@ def plan_read(
         CorruptFileError, EncryptionError: A damaged or undecryptable statistic, bloom filter
             or page index.
     """
+    selected = pf._select(columns)
     out = pf._columns(columns)
     constants = dict(constants or {})
     schema = pf.schema_arrow
@@ -326,21 +335,26 @@ def plan_read(
         schema = schema.append(pa.field(name, value.type))
     expr = None if filters is None else bind(filters, schema)
     extra: list[ColumnSpec] = []
+    extra_names: list[str] = []
     if expr is not None:
         names = {spec.name for spec in out} | set(constants)
-        extra = pf._columns(sorted(filter_columns(expr) - names, key=_order(pf)))
+        names |= {node.field.name for node in selected}
+        extra_names = sorted(filter_columns(expr) - names, key=_order(pf))
+        extra = pf._columns(extra_names)
     indexes = list(range(pf.num_row_groups) if row_groups is None else row_groups)
     used = {} if expr is None else {k: v for k, v in constants.items() if k in filter_columns(expr)}
     planner = _Planner(pf, expr, out + extra, indexes, used)
     planner.row_group_levels()
     plans = tuple(planner.row_group_plan(k) for k in range(len(indexes)))
+    asked = [node.field.name for node in selected] if columns is None else list(columns)
     return ReadPlan(
-        tuple(s.name for s in out),
-        tuple(s.name for s in out + extra),
+        tuple(node.field.name for node in selected),
+        tuple(asked + extra_names),
         plans,
         planner.index_bytes,
         expr,
         used,
+        len(extra_names),
     )
 
 

@@ -137,10 +137,10 @@ def _check_column_index(
         return [f"{at} has {len(null_counts)} null counts for {len(data_pages)} pages."]
     problems = []
     for n, page in enumerate(data_pages):
-        if bool(null_pages[n]) != (page.num_nulls == page.num_rows and page.num_rows > 0):
+        if bool(null_pages[n]) != (page.num_nulls == page.num_values and page.num_values > 0):
             problems.append(
                 f"{at}: null_pages[{n}] is {null_pages[n]} for the page at byte offset "
-                f"{page.offset} with {page.num_nulls} nulls in {page.num_rows} rows."
+                f"{page.offset} with {page.num_nulls} nulls in {page.num_values} values."
             )
         if null_counts is not None and null_counts[n] != page.num_nulls:
             problems.append(
@@ -203,7 +203,7 @@ def _check_statistics(
         return []
     at = f"{where}: Statistics in the footer"
     problems = []
-    nulls = decoded.num_rows - len(decoded.values)
+    nulls = decoded.num_levels - len(decoded.values)  # level entries without a value
     if stats.null_count is not None and stats.null_count != nulls:
         problems.append(f"{at} say {stats.null_count} nulls, the chunk has {nulls}.")
     order = spec.sort_order
@@ -285,8 +285,8 @@ def verify_file(
 
     Returns:
         The report; a file that cannot even be opened reports that as its one problem (an
-        encrypted footer without keys: "needs decryption keys"). Nested columns, which are not
-        checked, are a problem too.
+        encrypted footer without keys: "needs decryption keys"). Nested columns are checked
+        leaf by leaf (null counts count level entries without a value).
     """
     report = VerifyReport()
     try:
@@ -296,10 +296,6 @@ def verify_file(
         return report
     with pf:
         report.num_row_groups = pf.num_row_groups
-        if pf.unsupported_columns:
-            report.problems.append(
-                f"columns {pf.unsupported_columns} are nested and cannot be checked."
-            )
         indexes: Iterable[int] = range(pf.num_row_groups)
         if progress is not None:
             indexes = progress(indexes, pf.num_row_groups, "row groups")

@@ -371,14 +371,16 @@ def test_parquet_to_arrow_annotations(leaf: SchemaElement, expected: pa.DataType
     assert ours.columns[0].field.nullable == (leaf.repetition_type == FieldRepetitionType.OPTIONAL)
 
 
-def test_parquet_to_arrow_rejects_nested_and_invalid() -> None:
+def test_parquet_to_arrow_reads_nested_and_rejects_invalid() -> None:
     group = SchemaElement(name="g", num_children=1, repetition_type=FieldRepetitionType.OPTIONAL)
     inner = _leaf(type=Type.INT32)
-    with pytest.raises(UnsupportedError, match="'g'"):
-        parquet_to_arrow([_root(1), group, inner], None)
+    read = parquet_to_arrow([_root(1), group, inner], None)
+    assert read.arrow_schema.field("g").type == pa.struct([("c", pa.int32())])
+    assert read.columns[0].name == "g.c"
     repeated = _leaf(type=Type.INT32, repetition_type=FieldRepetitionType.REPEATED)
-    with pytest.raises(UnsupportedError, match=r"'c'.*REPEATED"):
-        parquet_to_arrow([_root(1), repeated], None)
+    read = parquet_to_arrow([_root(1), repeated], None)
+    assert read.arrow_schema.field("c").type == pa.list_(pa.field("c", pa.int32(), False))
+    assert not read.arrow_schema.field("c").nullable
     with pytest.raises(FormatError, match="STRING"):
         parquet_to_arrow(
             [_root(1), _leaf(type=Type.INT32, converted_type=ConvertedType.UTF8)], None
@@ -389,7 +391,7 @@ def test_parquet_to_arrow_rejects_nested_and_invalid() -> None:
         parquet_to_arrow([_root(1), _leaf(type=Type.INT32, repetition_type=None)], None)
     with pytest.raises(FormatError, match="children"):
         parquet_to_arrow([_root(2), _leaf(type=Type.INT32)], None)
-    with pytest.raises(UnsupportedError, match="LIST"):
+    with pytest.raises(FormatError, match="LIST"):
         parquet_to_arrow(
             [_root(1), _leaf(type=Type.INT32, converted_type=ConvertedType.LIST)], None
         )

@@ -3,11 +3,10 @@
 Each file is classified from its raw bytes and footer (not through the reader under test):
 
 - encrypted (``PARE`` magic, ``encryption_algorithm`` or encrypted column metadata): without keys
-  our read must raise EncryptionError ("needs decryption keys"), or UnsupportedError first when
-  a plaintext footer shows nested columns (``tests/reader/test_decryption.py`` reads them with
-  keys);
-- nested schema (a group or a REPEATED leaf): UnsupportedError;
-- otherwise our ``read_table`` must hold the same values as ``pyarrow.parquet.read_table``.
+  our read must raise EncryptionError ("needs decryption keys") (``tests/reader/test_decryption.py``
+  reads them with keys);
+- otherwise (flat or nested) our ``read_table`` must hold the same values as
+  ``pyarrow.parquet.read_table``.
 
 pyarrow reads every file in a subprocess (a malformed file could abort the interpreter) and
 hands the tables over as Arrow IPC files; if that process dies on a file, it is restarted for
@@ -179,10 +178,6 @@ def test_data_file(path: Path, reference: PyarrowReference) -> None:
         else:
             with pytest.raises((EncryptionError, UnsupportedError)):
                 streamwrite.read_table(path)
-        return
-    if kind == "nested":
-        with pytest.raises(UnsupportedError):
-            streamwrite.read_table(path)
         return
     expected = reference.result(path)
     if isinstance(expected, str):
