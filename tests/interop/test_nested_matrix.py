@@ -27,6 +27,7 @@ from streamwrite.crypto import EncryptionConfig, InMemoryKms, KeyWrapper
 from streamwrite.crypto.encryption import FileEncryption
 from streamwrite.format import structs as t
 from streamwrite.format.thrift.codec import deserialize
+from tests.interop.nested_compare import same_nested_tables
 from tests.interop.nested_matrix import (
     FAMILIES,
     Case,
@@ -138,6 +139,15 @@ def test_our_nested_files_have_what_the_case_asks(nested_dir: Path, case: Case) 
         firsts = [page.first_row_index for page in pages]
         assert firsts[0] == 0 and firsts == sorted(set(firsts)), (leaf, firsts)
         assert len(pages) > 1, (leaf, len(pages))
+
+
+def test_streamwrite_reads_its_own_nested_matrix(nested_dir: Path) -> None:
+    for case in CASES:
+        expected = expected_table(case)
+        actual = streamwrite.read_table(nested_dir / f"{case.name}.parquet")
+        assert actual.schema.equals(expected.schema), case.name
+        assert same_nested_tables(expected, actual) == [], case.name
+        actual.validate(full=True)  # Arrow-valid buffers (offsets, child lengths, validity)
 
 
 # --- encrypted nested files through pyarrow --------------------------------------------------
