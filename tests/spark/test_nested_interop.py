@@ -19,8 +19,12 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.feather as feather
+import pyarrow.parquet as pq
+import pytest
 
+import streamwrite
 from tests.interop.nested_compare import same_nested_tables
 from tests.interop.nested_matrix import nested_table, selected_cases
 from tests.interop.test_nested_matrix import expected_table, write_case, write_encrypted
@@ -85,3 +89,43 @@ def test_spark_reads_our_encrypted_nested_files(tmp_path: Path) -> None:
         jobs.append({"name": name, "path": str(path), "expected": str(expected), "sort_by": "id"})
     results = run_spark(tmp_path, classes, jobs)
     assert results == {name: "ok" for name, *_ in SPARK_ENCRYPTED}
+
+
+SPARK_COLUMNS = ["id", "lf", "ls", "s", "m", "lst", "mli", "nn", "deep"]
+SPARK_WRITES: list[tuple[str, dict[str, str]]] = [
+    ("three-level-zstd-v1", {"compression": "zstd"}),
+    ("three-level-snappy-v2", {"compression": "snappy", "parquet.writer.version": "v2"}),
+    ("three-level-plain", {"compression": "none", "parquet.enable.dictionary": "false"}),
+    ("legacy-two-level", {"compression": "gzip"}),
+]
+
+
+@pytest.mark.parametrize(("name", "options"), SPARK_WRITES, ids=[n for n, _ in SPARK_WRITES])
+def test_streamwrite_reads_spark_nested_files(
+    spark: Any, tmp_path: Path, name: str, options: dict[str, str]
+) -> None:
+    source = _with_id(nested_table(True, num_rows=1_500, special_floats=False))
+    df = spark.createDataFrame(source.select(SPARK_COLUMNS)).repartition(2)
+    out = tmp_path / name
+    legacy = name.startswith("legacy")
+    spark.conf.set("spark.sql.parquet.writeLegacyFormat", str(legacy).lower())
+    try:
+        writer = df.write.mode("overwrite").option("parquet.page.row.count.limit", "300")
+        for key, value in options.items():
+            writer = writer.option(key, value)
+        writer.parquet(str(out))
+    finally:
+        spark.conf.unset("spark.sql.parquet.writeLegacyFormat")
+    files = sorted(out.glob("*.parquet"))
+    assert len(files) == 2
+    spark_rows = spark.read.parquet(str(out)).toArrow()
+    ours = pa.concat_tables(streamwrite.read_table(f) for f in files)
+    spark_rows = spark_rows.take(pc.sort_indices(spark_rows, [("id", "ascending")]))
+    ours = ours.take(pc.sort_indices(ours, [("id", "ascending")]))
+    assert same_nested_tables(spark_rows, ours) == []
+    assert same_nested_tables(source.select(SPARK_COLUMNS), ours) == []
+    layout = str(pq.ParquetFile(files[0]).schema)  # the footer only
+    if legacy:  # Spark's two-level layout: repeated group bag { optional ... array }
+        assert " bag {" in layout and " list {" not in layout, layout
+    else:
+        assert " list {" in layout and " key_value {" in layout, layout
