@@ -456,6 +456,21 @@ def _sorting_columns(value: object, leaves: _LeafNames) -> tuple[SortingColumn, 
     return columns
 
 
+def _flat_index_names(value: object, leaves: _LeafNames) -> object:
+    """``embedded_index`` as given, after refusing a nested leaf in it (spec 001 indexes a
+    flat column's values, one per row)."""
+    if isinstance(value, Mapping):
+        nested = {".".join(path) for path in leaves.paths if len(path) > 1}
+        for name in value:
+            if name in nested:
+                raise ConfigError(
+                    f"embedded_index names {name!r}, a leaf of a nested field, which is not a "
+                    f"flat top-level column; embedded indexes take the flat columns "
+                    f"({', '.join(leaves.flat) or 'the schema has none'})."
+                )
+    return value
+
+
 def _sorting_column_list(value: object) -> tuple[SortingColumn, ...]:
     if value is None:
         return ()
@@ -580,7 +595,7 @@ def _build_write_options(
         columns=columns,
         sorting_columns=_sorting_columns(sorting_columns, leaves),
         key_value_metadata=tuple((str(k), str(v)) for k, v in (key_value_metadata or {}).items()),
-        embedded_index=parse_embedded_index(embedded_index, leaves.flat),
+        embedded_index=parse_embedded_index(_flat_index_names(embedded_index, leaves), leaves.flat),
     )
 
 

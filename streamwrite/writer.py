@@ -159,7 +159,8 @@ class ParquetWriter:
     Raises:
         TypeError: A keyword argument that is not an option.
         ConfigError: Bad option values, or encryption settings naming unknown columns.
-        SchemaError: A type streamwrite cannot write (``UnsupportedError`` for nested types).
+        SchemaError: A type streamwrite cannot write (``UnsupportedError``: unions, empty
+            structs...).
         EncryptionError: The KMS fails to wrap a data key.
         StreamwriteIOError: The temporary file cannot be created.
     """
@@ -366,7 +367,8 @@ def write_table(
         ConfigError: Bad option values, or encryption settings naming unknown columns.
         EncryptionError: The KMS fails to wrap a data key.
         LimitError: An encrypted file would get more than 32768 row groups.
-        SchemaError: A type streamwrite cannot write (``UnsupportedError`` for nested types),
+        SchemaError: A type streamwrite cannot write (``UnsupportedError``: unions, empty
+            structs...).
             or a value that does not fit its column (a null in a REQUIRED column...).
         StreamwriteIOError: The file cannot be written.
     """

@@ -104,8 +104,10 @@ def test_pyarrow_sorting_columns_index_leaves() -> None:
 
 def test_embedded_index_names_flat_columns_only() -> None:
     make_write_options(PATHS, embedded_index={"ts": ["time_index"]})
-    with pytest.raises(ConfigError, match=r"'s\.a', which the schema does not have"):
+    with pytest.raises(ConfigError, match=r"'s\.a', a leaf of a nested field.*flat top-level"):
         make_write_options(PATHS, embedded_index={"s.a": ["distinct"]})
+    with pytest.raises(ConfigError, match="'s', which the schema does not have"):
+        make_write_options(PATHS, embedded_index={"s": ["distinct"]})
 
 
 def test_flat_column_with_a_dot_is_its_own_name() -> None:

@@ -11,8 +11,10 @@ our file also reads back with the schema and the values of pyarrow's own file.
 
 from __future__ import annotations
 
+import decimal
 import io
 import os
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -196,3 +198,167 @@ def test_embedded_index_on_a_nested_column_is_a_config_error() -> None:
         _write(table, embedded_index={"s": ["distinct"]})
     data = _write(table, embedded_index={"t": ["distinct"]})  # a flat column beside it
     assert_reads_back(data, table)
+
+
+def test_embedded_index_parts_go_to_the_flat_column_leaf_after_nested_fields() -> None:
+    from streamwrite.arrow.schema import arrow_to_parquet
+    from streamwrite.encode import encode_row_group, index_part
+    from streamwrite.options import make_write_options
+
+    dtype = pa.struct([("a", pa.int64()), ("b", pa.list_(pa.string()))])
+    table = pa.table(
+        {"s": pa.array([{"a": 1, "b": ["x"]}, None], dtype), "t": [5, 7], "u": ["p", "q"]}
+    )
+    schema = arrow_to_parquet(table.schema)
+    names = [c.name for c in schema.columns]
+    options = make_write_options(names, embedded_index={"t": ["distinct"], "u": ["distinct"]})
+    chunks = encode_row_group(table, schema, options)
+    assert [tuple(c.meta_data.path_in_schema) for c in chunks] == [
+        ("s", "a"),
+        ("s", "b", "list", "element"),
+        ("t",),
+        ("u",),
+    ]
+    assert [c.index_part is not None for c in chunks] == [False, False, True, True]
+    by_spec = {spec.name: spec for spec in options.embedded_index}
+    assert chunks[2].index_part == index_part(table.column("t"), by_spec["t"])
+    assert chunks[3].index_part == index_part(table.column("u"), by_spec["u"])
+
+
+class _Point(pa.ExtensionType):
+    def __init__(self) -> None:
+        super().__init__(pa.struct([("x", pa.float64()), ("y", pa.float64())]), "test.point")
+
+    def __arrow_ext_serialize__(self) -> bytes:
+        return b""
+
+    @classmethod
+    def __arrow_ext_deserialize__(cls, storage_type: pa.DataType, serialized: bytes) -> _Point:
+        return cls()
+
+
+def test_extension_of_a_nested_storage_type_is_written_as_its_storage() -> None:
+    storage = pa.array([{"x": 1.0, "y": None}, None, {"x": 3.0, "y": 4.0}], _Point().storage_type)
+    points = pa.ExtensionArray.from_storage(_Point(), storage)
+    table = pa.table({"p": points, "lp": pa.array([[1], None, []], pa.list_(pa.int8()))})
+    back = pq.read_table(pa.BufferReader(_write(table)), page_checksum_verification=True)
+    assert back.column("p").to_pylist() == storage.to_pylist()
+
+
+def test_a_nested_value_beyond_its_type_is_refused_before_any_row_group() -> None:
+    wide = pa.array([decimal.Decimal("1.00"), decimal.Decimal("123456.00")], pa.decimal128(12, 2))
+    beyond = pa.Array.from_buffers(pa.decimal128(5, 2), 2, wide.buffers())  # 123456.00 > 5 digits
+    lists = pa.ListArray.from_arrays(pa.array([0, 1, 2], pa.int32()), beyond)
+    table = pa.table({"i": [1, 2], "d": lists})
+    sink = io.BytesIO()
+    with streamwrite.ParquetWriter(sink, table.schema) as writer:
+        with pytest.raises(streamwrite.SchemaError, match=r"'d\.list\.element'"):
+            writer.write_table(table, row_group_size=1)
+        writer.write_table(table.slice(0, 0))
+    assert pq.ParquetFile(pa.BufferReader(sink.getvalue())).metadata.num_row_groups == 0
+
+
+def test_encrypted_nested_files_read_by_pyarrow(tmp_path: Path) -> None:
+    """Per-leaf column keys named by dotted path (footer encrypted and plaintext, v1 and v2
+    pages, several row groups): pyarrow with the KMS reads the file equal to the input."""
+    from pyarrow import feather
+
+    from tests.crypto.test_writer_encryption import Case, _job, run_pyarrow
+
+    element = pa.field("element", pa.string())
+    table = pa.table(
+        {
+            "l": pa.array([["a", None], None, [], ["b"]] * 50, pa.list_(element)),
+            "s": pa.array(
+                [{"x": 1, "y": [1.5]}, None, {"x": None, "y": []}, {"x": 4, "y": None}] * 50,
+                pa.struct([("x", pa.int64()), ("y", pa.list_(pa.field("element", pa.float64())))]),
+            ),
+            "m": pa.array(
+                [[("k", 1)], [], None, [("a", None)]] * 50, pa.map_(pa.string(), pa.int32())
+            ),
+        }
+    )
+    expected = tmp_path / "expected.feather"
+    feather.write_feather(table, expected)
+    keys = {"l.list.element": "kc", "s.y.list.element": "kd", "m.key_value.value": "kc"}
+    jobs = []
+    for pf in (False, True):
+        for version in ("1.0", "2.0"):
+            case = Case(
+                f"nested-{pf}-{version}",
+                plaintext_footer=pf,
+                column_keys=keys,
+                footer_key_columns=("s.x", "m.key_value.key"),
+                page_version=version,
+            )
+            encryption, _ = case.encryption()
+            path = tmp_path / f"{case.name}.parquet"
+            streamwrite.write_table(
+                table,
+                path,
+                encryption=encryption,
+                data_page_version=version,
+                row_group_size=70,
+                data_page_row_limit=16,
+            )
+            jobs.append(_job(case.name, path, expected, verify_checksums=True))
+    results = run_pyarrow(tmp_path, jobs)
+    assert results == {job["name"]: "ok" for job in jobs}
+
+
+def test_readme_nested_snippet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    # --- README: nested columns
+    import pyarrow as pa
+
+    import streamwrite
+
+    table = pa.table(
+        {
+            "tags": pa.array([["a", "b"], [], None], pa.list_(pa.string())),
+            "point": pa.array(
+                [{"x": 1.0, "y": 2.0}, None, {"x": 3.0, "y": None}],
+                pa.struct([("x", pa.float64()), ("y", pa.float64())]),
+            ),
+            "attrs": pa.array([[("k", "v")], None, []], pa.map_(pa.string(), pa.string())),
+        }
+    )
+    # options name leaf columns by their dotted Parquet path
+    streamwrite.write_table(
+        table,
+        "nested.parquet",
+        column_encoding={"point.x": "BYTE_STREAM_SPLIT"},
+        bloom_filter_options={"tags.list.element": True},
+    )
+    # --- end
+    meta = pq.ParquetFile("nested.parquet").metadata
+    paths = [meta.row_group(0).column(i).path_in_schema for i in range(meta.num_columns)]
+    assert paths == [
+        "tags.list.element",
+        "point.x",
+        "point.y",
+        "attrs.key_value.key",
+        "attrs.key_value.value",
+    ]
+    assert "BYTE_STREAM_SPLIT" in meta.row_group(0).column(1).encodings
+    assert meta.row_group(0).column(0).bloom_filter_offset is not None
+    assert (
+        pq.read_table("nested.parquet").column("point").to_pylist()
+        == table.column("point").to_pylist()
+    )
+
+
+def test_the_encoding_planner_keeps_a_nested_leafs_decision() -> None:
+    from streamwrite.arrow.schema import arrow_to_parquet
+    from streamwrite.encode import EncodingPlanner, encode_row_group
+    from streamwrite.options import make_write_options
+
+    table = pa.table({"l": pa.array([[i, i + 1] for i in range(1000)], pa.list_(pa.int64()))})
+    schema = arrow_to_parquet(table.schema)
+    options = make_write_options([c.name for c in schema.columns])
+    planner = EncodingPlanner()
+    for _ in range(3):
+        encode_row_group(table, schema, options, planner=planner)
+    assert planner.decision(("l", "list", "element")) is not None
+    assert planner.num_analysed == 1  # the first chunk only: the others followed its decision
+    assert planner.settings(schema.columns[0], options).decision is not None

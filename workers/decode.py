@@ -39,9 +39,10 @@ repetition level is 0 has no repetition levels: a V2 page's are skipped (some wr
 store a run of zeros). A level above its maximum is corrupt.
 
 Records and pages: the spec wants every page to start a record with DATA_PAGE_V2 or a page
-index, but older writers split records across pages (parquet-mr before its page index, 1.11;
-parquet-cpp before Arrow 12, GH-34142, V2 pages too; arrow-rs before #4327, 2023), and Arrow
-C++ and parquet-java read those files by counting records over the whole chunk. So does this
+index, but writers split records across pages (parquet-mr before its page index, 1.11;
+parquet-cpp before Arrow 12, GH-34142, V2 pages too; arrow-rs before #4327, 2023; arrow-go's V2
+dictionary and V1 page-index paths until 2026, #882 and #887), and Arrow C++ and parquet-java
+read those files by counting records over the whole chunk. So does this
 decoder: a page may continue the previous page's record (its ``PageInfo.num_rows`` counts the
 records starting in it); only the chunk's first entry must start a record. Decoding selected
 pages through a page index (:mod:`workers.decode_pages`) requires each page to start one.

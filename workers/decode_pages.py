@@ -18,7 +18,10 @@ among the pages read.
 Rows are records: with a page index every page starts a record (parquet-format, DataPageHeader;
 a column with repetition levels whose selected page begins with a level other than 0 is
 corrupt), so the selected pages hold whole records, ``first_row_index`` counts records and a
-page's rows are the level entries with repetition level 0 in it.
+page's rows are the level entries with repetition level 0 in it. Some writers broke that rule
+(arrow-go #887, V1 pages with an OffsetIndex): a caller that meets this CorruptFileError can
+still read the chunk whole with :func:`workers.decode.decode_chunk`, which accepts records
+spanning pages.
 """
 
 from __future__ import annotations

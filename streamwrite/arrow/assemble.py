@@ -7,7 +7,8 @@ of one leaf under it (its first), with numpy masks over the whole column, never 
     context of a node   (R, D): R = LIST / MAP ancestors, D = the level at which the
                         enclosing list holds an element (its def_level + 1; top level 0, 0)
     slots of the node   entries with rep <= R and def >= D  (one Arrow slot each)
-    valid slot          def >= node.def_level
+    valid slot          def >= node.def_level (a non-nullable node carries no validity: its
+                        slots under a null parent stay valid, zero or empty, as pyarrow's)
     LIST / MAP          children in context (rep_level, def_level + 1); offsets[i] = element
                         slots before slot i (a cumulative count at the slot entries)
     STRUCT              children in the node's own context (a null struct's children: null)
@@ -177,7 +178,7 @@ class _Assembler:
             children = [self.build(child, rep, define) for child in node.children]
             if self.validate:
                 self._check_struct(node, rep, define, valid, children, n)
-            array = _from_buffers(storage, n, valid, [], children)
+            array = _from_buffers(storage, n, _emitted(node, valid), [], children)
         else:
             array = self._list(node, storage, leaf, slots, valid, n)
         if storage is not dtype:
@@ -188,9 +189,10 @@ class _Assembler:
         spec = leaf.spec
         defs = None if spec.max_definition_level == 0 else slot_defs
         try:
-            return from_physical(leaf.data.values, defs, n, spec, validate=self.validate)
+            array = from_physical(leaf.data.values, defs, n, spec, validate=self.validate)
         except FormatError as exc:
             raise CorruptFileError(str(exc)) from exc
+        return array if spec.field.nullable else _without_nulls(array)
 
     def _check_struct(
         self,
@@ -258,11 +260,14 @@ class _Assembler:
         if node.kind is NodeKind.MAP:
             entries_type = storage.key_field, storage.item_field
             entries = _from_buffers(pa.struct(list(entries_type)), num_elements, None, [], children)
-            return _from_buffers(storage, n, valid, [_offsets(offsets, node, False)], [entries])
+            return _from_buffers(
+                storage, n, _emitted(node, valid), [_offsets(offsets, node, False)], [entries]
+            )
         if pa.types.is_fixed_size_list(storage):
             return self._fixed_size(node, storage, offsets, valid, children[0], n)
         large = pa.types.is_large_list(storage)
-        return _from_buffers(storage, n, valid, [_offsets(offsets, node, large)], children)
+        offsets_buffer = _offsets(offsets, node, large)
+        return _from_buffers(storage, n, _emitted(node, valid), [offsets_buffer], children)
 
     def _fixed_size(
         self,
@@ -287,7 +292,28 @@ class _Assembler:
             index = (offsets[:-1, None] + np.arange(size, dtype=np.int64)[None, :]).reshape(-1)
             null = np.repeat(~valid, size)
             element = element.take(pa.array(np.where(null, 0, index), mask=null))
-        return _from_buffers(storage, n, valid, [], [element])
+        return _from_buffers(storage, n, _emitted(node, valid), [], [element])
+
+
+def _emitted(node: FieldNode, valid: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_] | None:
+    """The validity a node's array carries: none for a non-nullable field (its slots under a
+    null parent are hidden by the parent, as pyarrow reads them)."""
+    return valid if node.field.nullable else None
+
+
+def _without_nulls(array: pa.Array) -> pa.Array:
+    """A non-nullable leaf's array without a validity bitmap (slots under a null parent hold
+    zero values, as pyarrow reads them)."""
+    if array.null_count == 0 or pa.types.is_null(array.type):
+        return array
+    if isinstance(array, pa.DictionaryArray):
+        return pa.DictionaryArray.from_arrays(_without_nulls(array.indices), array.dictionary)
+    if isinstance(array, pa.ExtensionArray):
+        return pa.ExtensionArray.from_storage(array.type, _without_nulls(array.storage))
+    buffers = array.buffers()
+    return pa.Array.from_buffers(
+        array.type, len(array), [None, *buffers[1:]], null_count=0, offset=array.offset
+    )
 
 
 def _offsets(offsets: npt.NDArray[np.int64], node: FieldNode, large: bool) -> pa.Buffer:

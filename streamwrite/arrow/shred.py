@@ -251,24 +251,40 @@ def _list_ranges(
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], pa.Array]:
     """Child start and element count of each live entry's list slot (0 elsewhere), and the
     child array the starts index."""
-    slots = idx[live]
-    starts = np.zeros(idx.shape[0], dtype=np.int64)
-    lengths = np.zeros(idx.shape[0], dtype=np.int64)
+    num_entries = idx.shape[0]
+    every = _contiguous(idx, live)  # the entries are the slots start..start+len, all live
+    slots = idx if every is not None else idx[live]
     if pa.types.is_fixed_size_list(array.type):
         size = array.type.list_size
+        starts = np.zeros(num_entries, dtype=np.int64)
         starts[live] = (array.offset + slots) * size
-        lengths[live] = size
+        lengths = np.where(live, size, 0).astype(np.int64)
         return starts, lengths, array.values
     offset_dtype = np.int64 if pa.types.is_large_list(array.type) else np.int32
     n = len(array)
     buf = array.buffers()[1]
     if buf is None or n == 0:
-        return starts, lengths, array.values
+        zeros = np.zeros(num_entries, dtype=np.int64)
+        return zeros, zeros, array.values
     offsets = np.frombuffer(buf, dtype=offset_dtype)[array.offset : array.offset + n + 1]
+    if every is not None:
+        window = offsets[every : every + num_entries + 1].astype(np.int64)
+        return window[:-1], np.diff(window), array.values
+    starts = np.zeros(num_entries, dtype=np.int64)
+    lengths = np.zeros(num_entries, dtype=np.int64)
     first = offsets[slots].astype(np.int64)
     starts[live] = first
     lengths[live] = offsets[slots + 1].astype(np.int64) - first
     return starts, lengths, array.values
+
+
+def _contiguous(idx: npt.NDArray[np.int64], live: npt.NDArray[np.bool_]) -> int | None:
+    """The first slot if every entry is live and the slots are one run ``first, first + 1...``
+    (live slots strictly increase in entry order, so the ends tell), else None."""
+    count = idx.shape[0]
+    if count == 0 or int(idx[0]) < 0 or int(idx[-1]) - int(idx[0]) + 1 != count:
+        return None
+    return int(idx[0]) if bool(live.all()) else None
 
 
 def _expand(
@@ -278,26 +294,30 @@ def _expand(
     lengths: npt.NDArray[np.int64],
     node: FieldNode,
 ) -> _Entries:
-    """Each live entry with ``n > 0`` elements becomes ``n`` entries (module docstring)."""
+    """Each live entry with ``n > 0`` elements becomes ``n`` entries (module docstring).
+
+    One ``np.repeat`` per array: entry ``k`` of the output lies in the group of its parent
+    ``p``, which starts at ``first[p]``; its child slot is ``k + starts[p] - first[p]`` (or -1
+    where the parent did not expand: ``k + (-1 - first[p])`` with ``k == first[p]``).
+    """
     has = live & (lengths > 0)
-    idx = entries.idx
     if not has.any():
-        ended = idx.copy()
+        ended = entries.idx.copy()
         ended[live] = -1  # every live list is empty: def stays at def_level
         return _Entries(entries.def_levels, entries.rep_levels, ended)
     counts = np.where(has, lengths, 1)
-    total = int(counts.sum())
     first = np.zeros(counts.shape[0], dtype=np.int64)
     np.cumsum(counts[:-1], out=first[1:])
-    parent = np.repeat(np.arange(counts.shape[0], dtype=np.int64), counts)
-    position = np.arange(total, dtype=np.int64) - first[parent]
-    expanded = has[parent]
-    rep_levels = np.where(position == 0, entries.rep_levels[parent], np.uint8(node.rep_level))
-    def_levels = entries.def_levels[parent]
-    def_levels[expanded] = node.def_level + 1
-    new_idx = np.where(expanded, starts[parent] + position, -1)
+    total = int(first[-1] + counts[-1])
+    base = np.where(has, starts - first, -1 - first)
+    new_idx = np.arange(total, dtype=np.int64)
+    new_idx += np.repeat(base, counts)
+    rep_levels = np.full(total, node.rep_level, dtype=np.uint8)
+    rep_levels[first] = entries.rep_levels
+    parent_def = entries.def_levels.copy()
+    parent_def[has] = node.def_level + 1
     # live entries with an empty list end here (their def stays at the list's def_level)
-    return _Entries(def_levels, rep_levels.astype(np.uint8, copy=False), new_idx)
+    return _Entries(np.repeat(parent_def, counts), rep_levels, new_idx)
 
 
 def _leaf(
@@ -309,15 +329,13 @@ def _leaf(
 ) -> None:
     part.def_levels.append(entries.def_levels)
     part.rep_levels.append(entries.rep_levels)
-    positions = entries.idx[live]
+    positions = entries.idx if bool(live.all()) else entries.idx[live]
     count = positions.shape[0]
     if count == 0:
         part.values.append(array.slice(0, 0))
         return
     start = int(positions[0])
-    if int(positions[-1]) - start + 1 == count and (
-        count == 1 or bool(np.all(np.diff(positions) == 1))
-    ):
+    if int(positions[-1]) - start + 1 == count:  # live slots strictly increase: one run
         part.values.append(array.slice(start, count))
     else:
         part.values.append(array.take(pa.array(positions)))

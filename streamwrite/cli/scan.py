@@ -14,6 +14,9 @@ print one line and exit 2.
 Formats: ``table`` (aligned columns, a header, a last line counting the rows), ``csv``
 (header, RFC 4180 quoting; timestamps in ISO 8601), ``json`` (one JSON object per line;
 timestamps, dates and decimals as strings, bytes as hex, NaN and infinities as strings).
+Nested values: a struct is a JSON object, a list an array, a map an array of ``[key, value]``
+pairs (in ``table`` and ``csv`` cells the same JSON text). A filter names a struct field by its
+dotted path (``s.a > 3``); ``--columns`` takes top-level columns.
 """
 
 from __future__ import annotations
@@ -74,22 +77,39 @@ def scan_rows(
     if limit is not None and limit < 0:
         raise ConfigError(f"--limit must be 0 or more, got {limit}.")
     expression, filter_columns = parse_filter(filter_text)
-    needed = None
-    if columns is not None:
-        needed = list(dict.fromkeys([*columns, *filter_columns]))
     schema = _schema(path, decryption)
-    missing = [name for name in filter_columns if name not in schema.names]
+    tops = {name: _top_level(name, schema) for name in filter_columns}
+    missing = [name for name, top in tops.items() if top is None]
     if missing:
         raise SchemaError(
             f"The filter names the column {missing[0]!r}, which {str(path)!r} does not have "
-            f"(its columns: {schema.names})."
+            f"(its columns: {schema.names}; a struct field is named by its dotted path, s.a)."
         )
+    needed = None
+    if columns is not None:
+        needed = list(dict.fromkeys([*columns, *(top for top in tops.values() if top)]))
     table = streamwrite.read_table(path, columns=needed, filters=expression, decryption=decryption)
     if columns is not None:
         table = table.select(columns)
     if limit is not None:
         table = table.slice(0, limit)
     return table
+
+
+def _top_level(name: str, schema: pa.Schema) -> str | None:
+    """The top-level column a filter column is or lies in (``s`` for the struct field
+    ``s.a``), None if the schema has none."""
+    if name in schema.names:
+        return name
+    parts = name.split(".")
+    return next(
+        (
+            ".".join(parts[:size])
+            for size in range(len(parts) - 1, 0, -1)
+            if ".".join(parts[:size]) in schema.names
+        ),
+        None,
+    )
 
 
 def _schema(path: Path, decryption: streamwrite.DecryptionConfig | None) -> pa.Schema:
@@ -110,6 +130,8 @@ def _text(value: Any) -> str:
         return value.isoformat()
     if isinstance(value, bytes):
         return value.hex()
+    if isinstance(value, dict | list | tuple):  # struct, list, map (a list of pairs)
+        return json.dumps(_json_value(value), ensure_ascii=False, separators=(", ", ": "))
     return str(value)
 
 

@@ -138,6 +138,8 @@ def file_json(info: FileInfo) -> dict[str, Any]:
                 "type_length": c.type_length,
                 "repetition": c.repetition,
                 "logical_type": c.logical_type,
+                "max_definition_level": c.max_definition_level,
+                "max_repetition_level": c.max_repetition_level,
             }
             for c in info.columns
         ],
@@ -277,7 +279,10 @@ def print_file(info: dict[str, Any]) -> None:
         print(f"metadata {key}: {value}")
     print("schema:")
     for c in info["schema"]:
-        print(f"  {c['name']}: {c['arrow_type']} ({c['physical_type']}, {c['repetition']})")
+        levels = ""
+        if c["max_repetition_level"] or c["max_definition_level"] > 1:  # a nested leaf
+            levels = f", max def {c['max_definition_level']}, max rep {c['max_repetition_level']}"
+        print(f"  {c['name']}: {c['arrow_type']} ({c['physical_type']}, {c['repetition']}{levels})")
     for rg in info["row_groups"]:
         print(
             f"row group {rg['index']}: {rg['num_rows']} rows, "

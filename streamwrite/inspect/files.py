@@ -106,7 +106,7 @@ def path_kind(path: str | Path) -> PathKind:
 
 @dataclass(frozen=True, slots=True)
 class ColumnInfo:
-    """One leaf column of the file's schema."""
+    """One leaf column of the file's schema (a nested leaf: named by its dotted path)."""
 
     name: str
     arrow_type: pa.DataType
@@ -119,6 +119,10 @@ class ColumnInfo:
     """``REQUIRED`` or ``OPTIONAL``."""
     logical_type: str | None
     """The footer's ``LogicalType`` as text, or None."""
+    max_definition_level: int = 0
+    """The leaf's maximum definition level (0 or 1 for a flat column)."""
+    max_repetition_level: int = 0
+    """Lists and maps above the leaf (0 for a flat column or a struct field)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,6 +302,8 @@ def describe_file(
                 spec.type_length,
                 spec.repetition.name,
                 None if spec.element.logicalType is None else repr(spec.element.logicalType),
+                spec.max_definition_level,
+                spec.max_repetition_level,
             )
             for spec in specs
         )

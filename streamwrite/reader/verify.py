@@ -63,6 +63,25 @@ def _data_pages(decoded: DecodedChunk) -> list[PageInfo]:
     return [p for p in decoded.pages if p.page_type != PageType.DICTIONARY_PAGE]
 
 
+def _leaf_only_nulls(decoded: DecodedChunk, max_definition_level: int) -> list[int]:
+    """Per data page, the entries whose leaf alone is null (definition level max - 1).
+
+    A nested leaf's null count is the entries without a value (its parents' nulls
+    included); pyarrow writes only these for dictionary-encoded nested leaves, so both counts
+    are accepted for nested leaves.
+    """
+    levels = decoded.def_levels
+    pages = _data_pages(decoded)
+    if levels is None or max_definition_level == 0:
+        return [0] * len(pages)
+    ends = np.cumsum([page.num_values for page in pages])
+    if not ends.shape[0] or ends[-1] != levels.shape[0]:
+        return [-1] * len(pages)  # levels and pages disagree: accept no alternative
+    leaf_null = np.concatenate([[0], np.cumsum(levels == max_definition_level - 1)])
+    starts = np.concatenate([[0], ends[:-1]])
+    return [int(c) for c in leaf_null[ends] - leaf_null[starts]]
+
+
 def _index_bytes(
     pf: ParquetFile,
     offset: int,
@@ -118,6 +137,7 @@ def _check_offset_index(
 def _check_column_index(
     pf: ParquetFile,
     chunk: t.ColumnChunk,
+    spec: ColumnSpec,
     decoded: DecodedChunk,
     where: str,
     cipher: ChunkDecryptor | None,
@@ -136,13 +156,16 @@ def _check_column_index(
     if null_counts is not None and len(null_counts) != len(data_pages):
         return [f"{at} has {len(null_counts)} null counts for {len(data_pages)} pages."]
     problems = []
+    alternative: list[tuple[int, ...]] = [()] * len(data_pages)
+    if spec.is_nested:
+        alternative = [(c,) for c in _leaf_only_nulls(decoded, spec.max_definition_level)]
     for n, page in enumerate(data_pages):
         if bool(null_pages[n]) != (page.num_nulls == page.num_values and page.num_values > 0):
             problems.append(
                 f"{at}: null_pages[{n}] is {null_pages[n]} for the page at byte offset "
                 f"{page.offset} with {page.num_nulls} nulls in {page.num_values} values."
             )
-        if null_counts is not None and null_counts[n] != page.num_nulls:
+        if null_counts is not None and null_counts[n] not in (page.num_nulls, *alternative[n]):
             problems.append(
                 f"{at}: null_counts[{n}] is {null_counts[n]}, the page at byte offset "
                 f"{page.offset} has {page.num_nulls} nulls."
@@ -204,7 +227,10 @@ def _check_statistics(
     at = f"{where}: Statistics in the footer"
     problems = []
     nulls = decoded.num_levels - len(decoded.values)  # level entries without a value
-    if stats.null_count is not None and stats.null_count != nulls:
+    accepted = {nulls}
+    if spec.is_nested:
+        accepted.add(sum(_leaf_only_nulls(decoded, spec.max_definition_level)))
+    if stats.null_count is not None and stats.null_count not in accepted:
         problems.append(f"{at} say {stats.null_count} nulls, the chunk has {nulls}.")
     order = spec.sort_order
     if order == SortOrder.UNDEFINED or (stats.min_value is None and stats.max_value is None):
@@ -257,7 +283,9 @@ def _verify_chunk(pf: ParquetFile, i: int, spec: ColumnSpec, report: VerifyRepor
         lambda: _check_offset_index(pf, chunk, decoded, where, cipher), "OffsetIndex", where
     )
     report.problems += _run_check(
-        lambda: _check_column_index(pf, chunk, decoded, where, cipher), "ColumnIndex", where
+        lambda: _check_column_index(pf, chunk, spec, decoded, where, cipher),
+        "ColumnIndex",
+        where,
     )
     report.problems += _run_check(
         lambda: _check_bloom_filter(pf, meta, spec, decoded, where, cipher),

@@ -1,14 +1,16 @@
-"""Random nested schemas and data, encoded leaf by leaf with ``encode_chunk``, read by pyarrow.
+"""Random nested schemas and data, encoded leaf by leaf with ``encode_chunk``, read by pyarrow
+and DuckDB.
 
 Each case draws a schema (struct, list, large_list, fixed_size_list and map up to depth 3 over
 bool, int32, int64, double, string and binary leaves, nullable or required at each level), data
 with empty lists, null lists, null elements, null structs and maps with null values, and writer
 settings (page version, dictionary, codec, page size and row limits, row group size). The
-levels come from the per-value reference shredder of ``_nested_files``; pyarrow reads all the
-files in one subprocess with page checksums verified, and pyarrow's own file of each table:
-pyarrow must read ours exactly as it reads its own (pyarrow 26 cannot read a fixed_size_list
-below a null or empty ancestor from its own files either: both fail alike, and such cases are
-a minority). ``STREAMWRITE_NESTED_CASES`` sets the number of cases (default 16).
+levels come from the per-value reference shredder of ``_nested_files``. pyarrow (page checksums
+verified) and DuckDB read all the files in one subprocess, and pyarrow's own file of each
+table: each reader must read ours exactly as it reads pyarrow's (pyarrow 26 cannot read a
+fixed_size_list below a null or empty ancestor from its own files either: both fail alike,
+and such cases are a minority). ``STREAMWRITE_NESTED_CASES`` sets the number of cases
+(default 16).
 """
 
 from __future__ import annotations
@@ -126,23 +128,25 @@ def test_random_nested_files_read_by_pyarrow(tmp_path: Path) -> None:
                 ipc.write_table(table)
         names.append(name)
     done = subprocess.run(
-        [sys.executable, str(READ_CHECK), str(tmp_path), "pyarrow"],
+        [sys.executable, str(READ_CHECK), str(tmp_path), "pyarrow", "duckdb"],
         capture_output=True,
         text=True,
         timeout=600,
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    results = {
-        json.loads(line)["file"]: json.loads(line)["problems"]
-        for line in done.stdout.splitlines()
-        if line.startswith("{")
-    }
-    failures = {
-        name: (results.get(f"{name}.parquet"), str(random_case(int(name[4:]))[0].schema))
-        for name in names
-        if results.get(f"{name}.parquet") != results.get(f"{name}-pyarrow.parquet")
-    }
-    assert not failures
-    read = [name for name in names if results.get(f"{name}.parquet") == []]
-    assert len(read) * 4 >= len(names) * 3, results
+    results = {}
+    for line in done.stdout.splitlines():
+        if line.startswith("{"):
+            found = json.loads(line)
+            results[found["file"], found["reader"]] = found["problems"]
+    for reader in ("pyarrow", "duckdb"):
+        failures = {
+            name: (results.get((f"{name}.parquet", reader)), str(random_case(int(name[4:]))[0]))
+            for name in names
+            if results.get((f"{name}.parquet", reader))
+            != results.get((f"{name}-pyarrow.parquet", reader))
+        }
+        assert not failures, reader
+        read = [name for name in names if results.get((f"{name}.parquet", reader)) == []]
+        assert len(read) * 4 >= len(names) * 3, (reader, results)
