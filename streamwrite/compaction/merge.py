@@ -113,13 +113,7 @@ def _merge_jobs(
     max_page = min(piece.max_decompressed_page_size for piece in pieces)
     return [
         MergeChunkJob(
-            # a nested leaf's settings carry its path and repetition level (records, not
-            # level entries, are the rows a merge takes)
-            replace(
-                chunk_settings(spec, options),
-                path_in_schema=spec.path_in_schema,
-                max_repetition_level=spec.max_repetition_level,
-            ),
+            chunk_settings(spec, options),  # a nested leaf's: its path and repetition level
             tuple(
                 replace(piece.sources[column], row_start=piece.row_start, row_stop=piece.row_stop)
                 for piece in pieces

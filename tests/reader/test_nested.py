@@ -22,7 +22,7 @@ import pytest
 import streamwrite
 from streamwrite.crypto import InMemoryKms
 from streamwrite.crypto.decryption import DecryptionConfig
-from streamwrite.errors import SchemaError
+from streamwrite.errors import ConfigError, SchemaError
 from streamwrite.reader.file import ParquetFile
 from streamwrite.reader.verify import verify_file
 from tests.crypto.test_keys import _PyarrowKms
@@ -255,7 +255,8 @@ def test_filters_with_page_index_keep_nested_fields_aligned() -> None:
 def test_filters_cannot_name_list_leaves() -> None:
     buf = io.BytesIO()
     pq.write_table(_table(30), buf)
-    with ParquetFile(buf.getvalue()) as pf, pytest.raises(SchemaError):
+    # a ConfigError saying why (issue 15: a list holds many values per row)
+    with ParquetFile(buf.getvalue()) as pf, pytest.raises(ConfigError, match="inside the list"):
         pf.read(filters=[("l.list.element", "=", 3)])
 
 

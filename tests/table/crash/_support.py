@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 
 import numpy as np
@@ -15,6 +16,17 @@ START_NS = 1_767_225_600_000_000_000  # 2026-01-01T00:00:00Z
 NUM_DAYS = 6
 """Batches start on one of these days (cycling), so old partitions keep receiving rows."""
 
+NESTED = os.environ.get("STREAMWRITE_CRASH_NESTED") == "1"
+"""Batches also carry nested columns (a list of structs of lists, a map): set for the parent
+and its children by ``test_nested_crash``."""
+_NESTED_FIELDS = [
+    pa.field(
+        "items",
+        pa.list_(pa.struct([pa.field("k", pa.string()), pa.field("v", pa.list_(pa.int64()))])),
+    ),
+    pa.field("attrs", pa.map_(pa.string(), pa.float64())),
+]
+
 SCHEMA = pa.schema(
     [
         ("ts", pa.timestamp("ns")),
@@ -22,6 +34,7 @@ SCHEMA = pa.schema(
         ("row", pa.int64()),
         ("value", pa.float64()),
         ("tag", pa.string()),
+        *(_NESTED_FIELDS if NESTED else []),
     ]
 )
 
@@ -41,13 +54,25 @@ def make_batch(batch_id: int) -> pa.Table:
     row = np.arange(n, dtype=np.int64)
     ts = START_NS + (batch_id % NUM_DAYS) * DAY_NS + 3_600 * 10**9 + row * (span // n)
     rng = np.random.default_rng(batch_id)
-    return pa.table(
-        {
-            "ts": pa.array(ts, pa.timestamp("ns")),
-            "batch_id": pa.array(np.full(n, batch_id, dtype=np.int64)),
-            "row": pa.array(row),
-            "value": pa.array(rng.normal(size=n).round(6)),
-            "tag": pa.array([f"b{batch_id}-r{i}" for i in range(n)], pa.string()),
-        },
-        schema=SCHEMA,
-    )
+    columns = {
+        "ts": pa.array(ts, pa.timestamp("ns")),
+        "batch_id": pa.array(np.full(n, batch_id, dtype=np.int64)),
+        "row": pa.array(row),
+        "value": pa.array(rng.normal(size=n).round(6)),
+        "tag": pa.array([f"b{batch_id}-r{i}" for i in range(n)], pa.string()),
+    }
+    if NESTED:
+        columns["items"] = pa.array(
+            [
+                None
+                if i % 7 == 0
+                else [{"k": f"k{j}", "v": None if j == 1 else [i] * j} for j in range(i % 4)]
+                for i in range(n)
+            ],
+            _NESTED_FIELDS[0].type,
+        )
+        columns["attrs"] = pa.array(
+            [[("a", float(i)), ("b", None)] if i % 3 else None for i in range(n)],
+            _NESTED_FIELDS[1].type,
+        )
+    return pa.table(columns, schema=SCHEMA)
