@@ -17,6 +17,11 @@ Four sections, each printed as markdown (see ``benchmarks/README.md`` for record
    (b) streamwrite writing that single column uncompressed with that encoding and (c) pyarrow doing
    the same, and the ratio (b)/(c).
 3. Memory: peak RSS of one whole-file write of each library, each in its own subprocess.
+4. Nested (issue 15, ``benchmarks/_nested.py``): a table of list<float64>, list<string>,
+   struct<int64, string> and map<string, string> columns (``--nested-rows``) written by
+   ``streamwrite.write_table`` and ``pq.write_table(compression="zstd")``, interleaved, and read
+   back by ``streamwrite.read_table`` and ``pq.read_table``: rows/s and file size ratios, the
+   load average; ``--profile TOP`` also profiles one nested write and read.
 
 Every time is the best of ``--repeat`` runs (the machine may be shared; noise only slows runs).
 Run from the repository root::
@@ -24,6 +29,7 @@ Run from the repository root::
     .venv/bin/python benchmarks/bench_write.py                 # 10M rows, best of 3
     .venv/bin/python benchmarks/bench_write.py --quick         # smoke run, seconds
     .venv/bin/python benchmarks/bench_write.py --only kernels  # one section
+    .venv/bin/python benchmarks/bench_write.py --only nested --profile 25  # nested columns
 """
 
 from __future__ import annotations
@@ -58,6 +64,7 @@ from _common import (
     peak_rss_size,
     verdict,
 )
+from _nested import nested_section
 
 import streamwrite
 from streamwrite.arrow.schema import arrow_to_parquet
@@ -76,7 +83,7 @@ from workers.encoding.rle_hybrid import encode_boolean_rle
 from workers.jobs import run_job
 
 DICTIONARY = "dictionary"
-SECTIONS = ("file", "batch", "kernels", "memory")
+SECTIONS = ("file", "batch", "kernels", "memory", "nested")
 
 # (column, encoding) pairs of the reference table; DICTIONARY means use_dictionary=True.
 KERNEL_CASES: list[tuple[str, str]] = [
@@ -594,6 +601,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=3, help="best of N runs")
     parser.add_argument("--kernel-rows", type=int, default=1_000_000, help="per-kernel rows")
     parser.add_argument("--batches", type=int, default=100, help="10k-row batches per batch run")
+    parser.add_argument("--nested-rows", type=int, default=1_000_000, help="nested table rows")
     parser.add_argument(
         "--only", choices=SECTIONS, action="append", help="run only these sections (repeatable)"
     )
@@ -611,6 +619,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.rows = min(args.rows, 200_000)
         args.kernel_rows = min(args.kernel_rows, 100_000)
         args.batches = min(args.batches, 10)
+        args.nested_rows = min(args.nested_rows, 50_000)
         args.repeat = min(args.repeat, 2)
     return args
 
@@ -628,7 +637,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     verdicts: list[str] = []
     with report.workdir() as workdir:
-        if "file" in sections or args.profile:
+        if "file" in sections or (args.profile and "nested" not in sections):
             start = time.perf_counter()
             table = reference_table(args.rows)
             print(
@@ -689,6 +698,8 @@ def main(argv: list[str] | None = None) -> int:
         if "memory" in sections:
             print(f"## 3. Memory ({args.rows:,} rows, default options)\n")
             print(bench_memory(args.rows, workdir) + "\n")
+        if "nested" in sections:
+            verdicts += nested_section(args, report, workdir)
     return report.finish(verdicts)
 
 

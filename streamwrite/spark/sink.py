@@ -42,9 +42,20 @@ differ; missing or extra columns are a :class:`SchemaError`) and cast where the 
 whatever the session time zone; a cast that would lose data raises). A new table takes the
 ``schema=`` option if given, else the first non-empty batch's Arrow schema, normalised so that
 it does not depend on session settings: timestamps with a time zone become ``tz="UTC"`` (the
-same instants; a zone only changes display), large string/binary become string/binary, field
-metadata is dropped and every field is nullable (as Spark's own Parquet writer does; another
+same instants; a zone only changes display), large string/binary/list become string/binary/list,
+field metadata is dropped and every field is nullable (as Spark's own Parquet writer does; another
 query's batches may differ in nullability). TimestampNTZ stays ``timestamp[us]``.
+
+Nested columns. Spark arrays, structs and maps arrive from ``toArrow()`` as Arrow
+``list<element: ...>``, ``struct<...>`` and ``map<key, value>`` (entries ``key``/``value``),
+at any depth, with Spark's ``containsNull``/``valueContainsNull``/nullability as Arrow field
+nullability. The rules above apply at every level: a struct field, list element and map value
+become nullable (a map key stays required: Arrow and Parquet require it), timestamps inside them
+UTC, large types narrowed; names (``element``, ``key``, ``value``) stay as Spark gives them, so
+Spark reads the table's files back with the same schema. The table stores them as Parquet's
+three-level LIST and MAP groups; leaf columns are named by their dotted path (``m.key_value.key``,
+``aa.list.element.list.element``) in ``column_encoding``, ``bloom_filter_options`` and the
+encryption column keys.
 
 App id. ``app_id`` defaults to ``"spark-"`` and 16 hex digits of the SHA-256 of the table's
 absolute path: stable across restarts of one query, with no setup. It assumes one query (one
@@ -129,13 +140,29 @@ def default_app_id(path: str | Path) -> str:
     return f"spark-{digest[:16]}"
 
 
+def _nullable_field(field: pa.Field, *, nullable: bool = True) -> pa.Field:
+    """``field`` with its type normalised, without metadata, nullable unless told otherwise."""
+    return pa.field(field.name, _normalise_type(field.type), nullable=nullable)
+
+
 def _normalise_type(dtype: pa.DataType) -> pa.DataType:
+    """``dtype`` as a new table stores it (module doc, *Schema*), at every nesting level."""
     if pa.types.is_timestamp(dtype) and dtype.tz is not None:
         return pa.timestamp(dtype.unit, tz="UTC")
     if pa.types.is_large_string(dtype):
         return pa.string()
     if pa.types.is_large_binary(dtype):
         return pa.binary()
+    if pa.types.is_map(dtype):
+        # keys are never null (Arrow and Parquet require it); values are, as Spark's writer does
+        key = _nullable_field(dtype.key_field, nullable=False)
+        return pa.map_(key, _nullable_field(dtype.item_field), keys_sorted=dtype.keys_sorted)
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        return pa.list_(_nullable_field(dtype.value_field))
+    if pa.types.is_fixed_size_list(dtype):
+        return pa.list_(_nullable_field(dtype.value_field), dtype.list_size)
+    if pa.types.is_struct(dtype):
+        return pa.struct([_nullable_field(dtype.field(i)) for i in range(dtype.num_fields)])
     return dtype
 
 
@@ -143,11 +170,10 @@ def table_schema_for(batch_schema: pa.Schema) -> pa.Schema:
     """The schema a new table gets from a micro-batch's Arrow schema (see the module doc).
 
     Returns:
-        Every field nullable, without metadata; zoned timestamps in UTC; large types narrowed.
+        Every field nullable at every nesting level (map keys excepted), without metadata;
+        zoned timestamps in UTC; large strings, binaries and lists narrowed.
     """
-    return pa.schema(
-        [pa.field(f.name, _normalise_type(f.type), nullable=True) for f in batch_schema]
-    )
+    return pa.schema([_nullable_field(f) for f in batch_schema])
 
 
 def conform(batch: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -181,8 +207,54 @@ def conform(batch: pa.Table, schema: pa.Schema) -> pa.Table:
                 f"Column {target.name!r} of the micro-batch holds {column.null_count} nulls; "
                 "the table declares it non-nullable."
             )
+        where = _null_in_required(_one_chunk(column), target.name)
+        if where is not None:
+            raise SchemaError(
+                f"Column {target.name!r} of the micro-batch holds nulls at {where!r}; the "
+                "table declares that field non-nullable."
+            )
         columns.append(column)
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _one_chunk(column: pa.ChunkedArray) -> pa.Array:
+    if column.num_chunks == 1:
+        return column.chunk(0)
+    return column.combine_chunks() if column.num_chunks else pa.array([], column.type)
+
+
+def _null_in_required(array: pa.Array, where: str) -> str | None:
+    """The path of the first nested field that ``array``'s type declares non-nullable but that
+    holds a null under a valid parent (casts do not check list elements or map values), or
+    None. Vectorised: one flatten per nesting level."""
+    dtype = array.type
+    if pa.types.is_struct(dtype):
+        valid = array.is_valid()
+        for child_field, child in zip(dtype, array.flatten(), strict=True):
+            child = child.filter(valid)  # a null struct's children are ignored
+            path = f"{where}.{child_field.name}"
+            if not child_field.nullable and child.null_count:
+                return path
+            found = _null_in_required(child, path)
+            if found is not None:
+                return found
+        return None
+    if pa.types.is_map(dtype):
+        entries = pa.ListArray.from_arrays(
+            array.offsets, array.values, mask=array.is_null() if array.null_count else None
+        ).flatten()
+        return _null_in_required(entries, where)
+    if not (
+        pa.types.is_list(dtype)
+        or pa.types.is_large_list(dtype)
+        or pa.types.is_fixed_size_list(dtype)
+    ):
+        return None
+    elements = array.flatten()  # the elements of the valid slots
+    path = f"{where}.{dtype.value_field.name}"
+    if not dtype.value_field.nullable and elements.null_count:
+        return path
+    return _null_in_required(elements, path)
 
 
 ON_STALE = ("error", "skip")
