@@ -7,10 +7,13 @@ Rules, applied per chunk on the chunk's own values (overridden by ``ColumnOption
    dictionary-encoded whole and judged on the real distinct count, with the same thresholds)
    - a strided sample or the leading run of ``DICTIONARY_SAMPLE_SIZE`` values has at most
      ``MAX_DICTIONARY_RATIO`` distinct values (symbols, venues, slowly changing values), or
-   - for INT32/INT64/FLOAT/DOUBLE chunks that are not non-decreasing integers, the whole chunk
+   - the whole chunk has at most ``MAX_DICTIONARY_RATIO`` distinct values although the samples
+     look distinct (many values each repeated a few times over a long chunk: 20k names in 1M
+     rows), or, for INT32/INT64/FLOAT/DOUBLE chunks that are not non-decreasing integers, it
      dictionary-encodes to at most ``DICTIONARY_GAIN`` of its PLAIN size (a random walk at fixed
-     precision: every sample looks distinct, yet the chunk repeats values). The encoding
-     computed for that check is handed to the chunk encoder, never computed twice.
+     precision). A chunk is hashed for these checks only when the collision estimate of a
+     ``LARGE_ESTIMATE_SAMPLE_SIZE`` sample says one may hold; the encoding computed for the
+     check is handed to the chunk encoder, never computed twice.
    High-cardinality columns skip the dictionary page that would only be thrown away at the
    size limit. Before any chunk of ``ESTIMATE_MIN_VALUES`` or more is hashed whole, a strided
    sample of ``ESTIMATE_SAMPLE_SIZE`` values (``LARGE_ESTIMATE_SAMPLE_SIZE`` above
@@ -340,12 +343,16 @@ def choose_encodings(
         return EncodingChoice(False, fallback, None, num_distinct)
     if _sampled_low_cardinality(values, physical_type):
         return EncodingChoice(True, fallback)
-    if may_pay_off and estimate_distinct(
-        values, physical_type, LARGE_ESTIMATE_SAMPLE_SIZE
-    ) <= 2 * _pays_off_bound(count, physical_type):
+    estimate = estimate_distinct(values, physical_type, LARGE_ESTIMATE_SAMPLE_SIZE)
+    pays_off_bound = 2 * _pays_off_bound(count, physical_type) if may_pay_off else 0.0
+    if estimate <= max(MAX_DICTIONARY_RATIO * count, pays_off_bound):
+        # Many values each repeated a few times over a long chunk (20k names in 1M rows): every
+        # sample looks distinct, yet the chunk repeats; the collisions of a larger sample see it.
         distinct, indices = dictionary_encode(values, physical_type)
         num_distinct = count_values(distinct)
-        if _pays_off(distinct, count, physical_type):
+        if num_distinct <= MAX_DICTIONARY_RATIO * count or (
+            may_pay_off and _pays_off(distinct, count, physical_type)
+        ):
             return EncodingChoice(True, fallback, (distinct, indices), num_distinct)
         return EncodingChoice(False, fallback, None, num_distinct)
     return EncodingChoice(False, fallback)
