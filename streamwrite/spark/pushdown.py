@@ -24,9 +24,11 @@ Where Spark and Arrow differ, the translation follows Spark:
 Under ``Not`` a translation must also be false wherever Spark's filter is false, so each one
 is exact wherever Spark's result is not null (a null may become true or false).
 
-A filter that cannot be translated (a nested column, ``StringEndsWith`` and
-``StringContains``, a value that does not fit the column's type) is left out of ours: it
-prunes nothing, and Spark still applies it.
+A filter on a struct field (Spark's attribute ``("s", "a")``) becomes ``pc.field("s", "a")``,
+null where the struct is null as in Spark. A filter that cannot be translated (on a whole
+struct, list or map, or inside a list or map, ``StringEndsWith`` and ``StringContains``, a
+value that does not fit the column's type) is left out of ours: it prunes nothing, and Spark
+still applies it.
 """
 
 from __future__ import annotations
@@ -44,9 +46,16 @@ __all__ = ["spark_filters_to_arrow", "translate_filter"]
 
 
 def _column_type(schema: pa.Schema, attribute: tuple[str, ...]) -> pa.DataType | None:
-    if len(attribute) != 1 or schema.get_field_index(attribute[0]) < 0:
+    """The type of the column or struct field ``attribute`` names (None: no such primitive)."""
+    if not attribute or schema.get_field_index(attribute[0]) < 0:
         return None
     column_type: pa.DataType = schema.field(attribute[0]).type
+    for name in attribute[1:]:  # a struct field: ('s', 'a') is s.a
+        if not pa.types.is_struct(column_type) or column_type.get_field_index(name) < 0:
+            return None
+        column_type = column_type.field(name).type
+    if pa.types.is_nested(column_type):
+        return None  # a whole struct, list or map: no comparison to push
     if pa.types.is_dictionary(column_type):
         column_type = column_type.value_type
     return column_type
@@ -145,7 +154,7 @@ def translate_filter(spark_filter: Any, schema: pa.Schema) -> pc.Expression | No
     column_type = _column_type(schema, attribute)
     if column_type is None:
         return None
-    field = pc.field(attribute[0])
+    field = pc.field(*attribute)
     if kind in _COMPARISONS:
         result: pc.Expression | None = _compare(
             field, _COMPARISONS[kind], spark_filter.value, column_type
