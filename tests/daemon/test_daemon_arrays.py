@@ -12,9 +12,7 @@ once the probe passes they run as normal tests and must pass."""
 from __future__ import annotations
 
 import json
-import tempfile
 import urllib.request
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -28,28 +26,6 @@ from tests.daemon._support import TOKEN, Daemon
 questdb = pytest.importorskip("questdb")
 
 
-def _writes_nested(directory: Path) -> bool:
-    """Whether this build of streamwrite writes and reads back a list column (issue 15's
-    writer and reader): the probe the end-to-end tests' xfail mark depends on."""
-    table = pa.table({"l": pa.array([[1.5, None], [], None], pa.list_(pa.float64()))})
-    path = directory / "probe.parquet"
-    try:
-        streamwrite.write_table(table, path)
-        return bool(streamwrite.ParquetFile(path).read().equals(table))
-    except streamwrite.StreamwriteError:
-        return False
-
-
-with tempfile.TemporaryDirectory() as _probe_dir:
-    WRITES_NESTED = _writes_nested(Path(_probe_dir))
-
-NEEDS_NESTED_WRITER = pytest.mark.xfail(
-    not WRITES_NESTED,
-    strict=True,
-    reason="streamwrite does not write nested columns yet (issue 15's writer and reader "
-    "branches): the daemon's part is ready, the table write fails. Once they are merged the "
-    "probe passes and these tests must pass: then remove this mark",
-)
 BASE_NS = 1_700_000_000_000_000_000
 
 
@@ -60,7 +36,6 @@ def test_settings_advertise_protocol_2(daemon_factory) -> None:  # type: ignore[
     assert config["line.proto.support.versions"] == [1, 2]
 
 
-@NEEDS_NESTED_WRITER
 def test_questdb_client_arrays_round_trip(daemon_factory) -> None:  # type: ignore[no-untyped-def]
     from questdb import Sender, TimestampNanos
 
@@ -109,7 +84,6 @@ def readme_arrays(addr: str, token: str) -> None:
         sender.flush()
 
 
-@NEEDS_NESTED_WRITER
 def test_readme_arrays_snippet(daemon_factory) -> None:  # type: ignore[no-untyped-def]
     daemon: Daemon = daemon_factory()
     readme_arrays(daemon.http_addr, TOKEN)
@@ -154,7 +128,6 @@ def test_a_type_the_writer_refuses_is_a_bad_request_not_an_internal_error(
     assert not flight_daemon.exists("odd")
 
 
-@NEEDS_NESTED_WRITER
 def test_flight_do_put_nested_columns(flight_daemon: FlightDaemon) -> None:
     batches = [nested_batch(i * 20, 20) for i in range(3)]
     acks = put(flight_daemon, "nested", [(b, None) for b in batches], schema=batches[0].schema)
