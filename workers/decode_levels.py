@@ -50,10 +50,11 @@ def single_run(
     """Levels stored as one RLE run of exactly ``count`` values, or None for anything else.
 
     ``[4-byte length, v1 only] uleb128(count << 1) value`` (value in ``ceil(width / 8)``
-    bytes). Returns the levels and the bytes used, as the general decoder would."""
+    bytes). Returns the levels and the bytes used, as the general decoder would. Zero values
+    are declined: the general decoder reads no run for them (0 bytes used without a prefix)."""
     view = memoryview(data)
     prefix = 4 if v1 else 0
-    if len(view) < prefix + 2 or width > 8:
+    if len(view) < prefix + 2 or width > 8 or count == 0:
         return None
     size = int.from_bytes(view[:4], "little") if v1 else len(view)
     if size > len(view) - prefix or size > 6:
