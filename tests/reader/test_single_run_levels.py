@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from workers.decode import _single_run
@@ -43,6 +43,7 @@ def test_single_run_agrees_with_the_general_decoder(
 
 
 @given(st.binary(max_size=12), st.integers(0, 300), st.booleans())
+@example(data=b"\x00\x00", count=0, v1=False)  # a zero-value run: the general decoder reads no run
 @settings(max_examples=EXAMPLES, deadline=None)
 def test_single_run_never_accepts_what_the_general_decoder_reads_otherwise(
     data: bytes, count: int, v1: bool

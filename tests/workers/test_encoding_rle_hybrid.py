@@ -151,3 +151,30 @@ def test_hybrid_literal_only_large(width: int) -> None:
         values[-3:] = 1
         encoded = encode_rle_hybrid(values, width)
         assert encoded == encode_rle_hybrid_reference(values.tolist(), width)
+
+
+@given(st.lists(st.tuples(st.integers(0, 20), st.integers(8, 16)), min_size=1, max_size=200))
+@settings(max_examples=300, deadline=None)
+def test_rle_choice_equals_the_scalar_choice(gaps_and_lengths: list[tuple[int, int]]) -> None:
+    """Long runs (8-16 values: most just miss or just make their group boundary) with gaps of
+    0-20 values: the fixed-point passes choose as the scalar loop, or hand over to it."""
+    bounds = np.cumsum([value for pair in gaps_and_lengths for value in pair]).reshape(-1, 2)
+    starts, ends = bounds[:, 0].astype(np.int64), bounds[:, 1].astype(np.int64)
+    want = rle_hybrid._rle_choice_reference(starts, ends)
+    got = rle_hybrid._rle_choice(starts, ends)
+    assert [part.tolist() for part in got] == [list(part) for part in want]
+
+
+def test_rle_choice_of_a_long_dependency_chain() -> None:
+    """Runs of 9 values one apart: each decision flips the next one's group phase, a chain
+    longer than the fixed-point passes (the scalar loop settles it)."""
+    starts = np.arange(0, 10 * 400, 10, dtype=np.int64) + 1
+    ends = starts + 9
+    values = np.zeros(int(ends[-1]) + 5, dtype=np.uint8)
+    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+        values[s:e] = 1
+    assert encode_rle_hybrid(values, 1) == encode_rle_hybrid_reference(values.tolist(), 1)
+    got = rle_hybrid._rle_choice(starts, ends)
+    assert [part.tolist() for part in got] == [
+        list(part) for part in rle_hybrid._rle_choice_reference(starts, ends)
+    ]

@@ -149,8 +149,9 @@ def _rle_choice(
     from the end of the previous RLE run, its origin) if 8 values still follow. Each decision
     depends on earlier ones through the origin only, so the decisions are iterated to a fixed
     point from "all accepted"; every pass settles at least one more run, and a long dependency
-    chain (rare: it needs many short runs in a row that just miss their group boundary) is
-    finished by a scalar loop.
+    chain (runs of 8-14 values in a row that just miss their group boundary, as in nested
+    definition levels) is finished by the scalar loop (:func:`_rle_choice_reference`). (Fewer
+    passes, and a prefix scan over the group phase, were measured slower on nested levels.)
     """
     k = int(starts.shape[0])
     accepted = np.ones(k, dtype=np.bool_)
@@ -163,24 +164,30 @@ def _rle_choice(
         if np.array_equal(decided, accepted):
             return begin[accepted], ends[accepted], origin[accepted]
         accepted = decided
-    s_list: list[int] = starts.tolist()
-    e_list: list[int] = ends.tolist()
+    rle_starts, rle_ends, origins = _rle_choice_reference(starts, ends)
+    return (
+        np.array(rle_starts, dtype=np.int64),
+        np.array(rle_ends, dtype=np.int64),
+        np.array(origins, dtype=np.int64),
+    )
+
+
+def _rle_choice_reference(
+    starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]
+) -> tuple[list[int], list[int], list[int]]:
+    """Scalar :func:`_rle_choice`: one step per long run."""
     rle_starts: list[int] = []
     rle_ends: list[int] = []
     origins: list[int] = []
     cursor = 0
-    for s, e in zip(s_list, e_list, strict=True):
+    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
         g = cursor + (s - cursor + 7) // 8 * 8
         if g + 8 <= e:
             rle_starts.append(g)
             rle_ends.append(e)
             origins.append(cursor)
             cursor = e
-    return (
-        np.array(rle_starts, dtype=np.int64),
-        np.array(rle_ends, dtype=np.int64),
-        np.array(origins, dtype=np.int64),
-    )
+    return rle_starts, rle_ends, origins
 
 
 def _split_literals(
@@ -227,6 +234,115 @@ def _range_mask(
     return np.cumsum(marks[:size], dtype=np.int8).view(np.bool_)
 
 
+# Lane masks of the byte-lane merge in :func:`_pack_groups_narrow`.
+_LANES_8 = np.uint64(0x00FF00FF00FF00FF)
+_LANES_16 = np.uint64(0x0000FFFF0000FFFF)
+_LANES_32 = np.uint64(0x00000000FFFFFFFF)
+
+
+def _pack_groups_narrow(
+    padded: npt.NDArray[np.uint8], group_starts: npt.NDArray[np.int64], bit_width: int
+) -> npt.NDArray[np.uint8]:
+    """Bit-pack the groups of 8 values ``padded[g:g + 8]`` for each ``g`` (width 1..8).
+
+    Each group is read as one unaligned little-endian uint64 (byte ``j`` = value ``j``), whose
+    byte lanes are merged pairwise three times (8 -> 16 -> 32 -> 64-bit lanes), leaving the
+    ``8 * bit_width`` packed bits at the bottom of the word: ``bit_width`` bytes per group.
+    ``padded`` holds at least 7 bytes past the last group start.
+    """
+    words_view = np.ndarray(
+        shape=(int(padded.shape[0]) - 7,), dtype="<u8", buffer=padded, strides=(1,)
+    )
+    w = bit_width
+    if (
+        group_starts.shape[0]
+        and int(group_starts[-1]) == 8 * (group_starts.shape[0] - 1)
+        and (int(group_starts[0]) == 0)
+    ):
+        x = padded[: 8 * group_starts.shape[0]].view("<u8").copy()
+    else:
+        x = words_view[group_starts]
+    if w < 8:
+        x = (x & _LANES_8) | ((x & ~_LANES_8) >> np.uint64(8 - w))
+        x = (x & _LANES_16) | ((x & ~_LANES_16) >> np.uint64(16 - 2 * w))
+        x = (x & _LANES_32) | ((x & ~_LANES_32) >> np.uint64(32 - 4 * w))
+    return x.view(np.uint8).reshape(-1, 8)[:, :w].reshape(-1)
+
+
+def _encode_narrow(v: npt.NDArray[np.uint8], bit_width: int) -> bytes:
+    """:func:`encode_rle_hybrid` for widths 1..8 (levels, small dictionaries), byte-identical.
+
+    The run choice is the same (:func:`_long_runs`, :func:`_rle_choice`); the literal groups
+    are gathered straight from their starts (no mask over all values) and packed by
+    :func:`_pack_groups_narrow`; bit-packed run headers are one byte (at most 63 groups) and RLE
+    headers at most 5 (fewer than 2**31 values), so the output is laid out with a handful of
+    vectorised scatters: the run headers and RLE values at their offsets, the packed bytes in
+    order in the bytes left between them.
+    """
+    n = int(v.shape[0])
+    long_starts, long_ends = _long_runs(v)
+    if long_starts.shape[0] == 0:
+        return _encode_literal_only(v, bit_width)
+    rle_starts, rle_ends, origins = _rle_choice(long_starts, long_ends)
+    last = int(rle_ends[-1]) if rle_ends.shape[0] else 0
+    full = last + (n - last) // 8 * 8
+    if full < n and ((full - last) // 8) % _MAX_GROUPS == 0 and bool(np.all(v[full:] == v[full])):
+        lit_begins = np.append(origins, last)
+        lit_stops = np.append(rle_starts, full)
+        rle_starts = np.append(rle_starts, full)
+        rle_ends = np.append(rle_ends, n)
+    else:
+        lit_begins, lit_stops = np.append(origins, last), np.append(rle_starts, n)
+    w = bit_width
+    # stretch i (groups counted from its begin, the last one padded) precedes RLE run i
+    stretch_groups = (lit_stops - lit_begins + 7) >> 3
+    stretch_pieces = (stretch_groups + (_MAX_GROUPS - 1)) // _MAX_GROUPS
+    num_rle = int(rle_starts.shape[0])
+    num_units = int(lit_begins.shape[0]) + num_rle
+    rle_lengths = rle_ends - rle_starts
+    rle_headers = rle_lengths << 1
+    head_sizes = 1 + (rle_headers >= 1 << 7).astype(np.int64)
+    for bound in (1 << 14, 1 << 21, 1 << 28):
+        head_sizes += rle_headers >= bound
+    unit_sizes = np.empty(num_units, dtype=np.int64)
+    unit_sizes[0::2] = stretch_pieces + stretch_groups * w
+    unit_sizes[1::2] = head_sizes + 1
+    unit_offsets = np.cumsum(unit_sizes) - unit_sizes
+    total = int(unit_offsets[-1] + unit_sizes[-1])
+    out = np.empty(total, dtype=np.uint8)
+    is_meta = np.zeros(total, dtype=np.bool_)
+    # bit-packed run headers: piece k of stretch i at its offset + k * (1 + 63 w)
+    num_groups = int(stretch_groups.sum())
+    if num_groups:
+        num_pieces = int(stretch_pieces.sum())
+        owner = np.repeat(np.arange(stretch_pieces.shape[0]), stretch_pieces)
+        piece_index = np.arange(num_pieces) - (np.cumsum(stretch_pieces) - stretch_pieces)[owner]
+        piece_offsets = unit_offsets[0::2][owner] + piece_index * (1 + _MAX_GROUPS * w)
+        piece_groups = np.minimum(stretch_groups[owner] - piece_index * _MAX_GROUPS, _MAX_GROUPS)
+        is_meta[piece_offsets] = True
+        padded = np.zeros(n + 16, dtype=np.uint8)
+        padded[:n] = v
+        group_starts = np.repeat(
+            lit_begins - (np.cumsum(stretch_groups) - stretch_groups) * 8, stretch_groups
+        )
+        group_starts += np.arange(0, 8 * num_groups, 8, dtype=np.int64)
+        packed = _pack_groups_narrow(padded, group_starts, w)
+    if num_rle:
+        meta = np.empty((num_rle, 6), dtype=np.uint8)
+        for j in range(5):
+            meta[:, j] = ((rle_headers >> (7 * j)) & 0x7F) | ((head_sizes > j + 1) << 7)
+        meta[np.arange(num_rle), head_sizes] = v[rle_starts]
+        used = np.arange(6) <= head_sizes[:, None]
+        meta_offsets = (unit_offsets[1::2][:, None] + np.arange(6))[used]
+        is_meta[meta_offsets] = True
+    if num_groups:
+        out[~is_meta] = packed
+        out[piece_offsets] = (piece_groups << 1 | 1).astype(np.uint8)
+    if num_rle:
+        out[meta_offsets] = meta[used]
+    return out.tobytes()
+
+
 def encode_rle_hybrid(values: npt.NDArray[np.unsignedinteger], bit_width: int) -> bytes:
     """Encode values with the RLE / bit-packing hybrid, without a length prefix.
 
@@ -248,6 +364,8 @@ def encode_rle_hybrid(values: npt.NDArray[np.unsignedinteger], bit_width: int) -
         return b""
     if n > _MAX_VALUES:
         raise LimitError(f"The RLE/bit-packed hybrid encoder takes < 2**31 values, got {n}.")
+    if 1 <= bit_width <= 8:
+        return _encode_narrow(v, bit_width)
     long_starts, long_ends = _long_runs(v)
     if long_starts.shape[0] == 0:
         return _encode_literal_only(v, bit_width)
