@@ -10,6 +10,8 @@ pass ``dictionary_page_size_limit`` the chunk is cut at the first value whose en
 fit; the rows before the cut are RLE_DICTIONARY pages, the rows from the cut on are pages of the
 fallback encoding. Each part is split into pages of at most ``data_page_row_limit`` rows and
 about ``data_page_size`` encoded bytes (estimated before compression from the value widths).
+Each RLE_DICTIONARY page takes the bit width of its own largest index (at least 1), so the
+early pages of a chunk, which use only the first entries, are narrower.
 
 Rows are records: a nested leaf (``max_repetition_level > 0``) has level entries, records
 starting at repetition level 0 (:mod:`workers.levels`). Every cut (pages, the dictionary
@@ -256,6 +258,19 @@ class _ChunkBuilder:
         self.page_rep_histograms.extend(levels.rep_histogram)
 
 
+def _index_range(page_indices: npt.NDArray[np.int32], num_entries: int) -> int:
+    """The dictionary size a page's index bit width is taken from: one past its largest index.
+
+    Entries are in first-occurrence order, so early pages of a chunk use only the first
+    entries and take narrower indices (pyarrow narrows by the dictionary's size when the page
+    is cut; a page's own largest index narrows as far). Never below 2 entries (width 1) unless
+    the dictionary has one entry: width 0 only where pyarrow writes it too.
+    """
+    if num_entries <= 2 or page_indices.shape[0] == 0:
+        return num_entries
+    return min(num_entries, max(2, int(page_indices.max()) + 1))
+
+
 def _data_page(
     settings: ChunkSettings,
     value_bytes: bytes,
@@ -425,7 +440,10 @@ def encode_chunk(
             e0, e1 = records.entry_of(r0), records.entry_of(r1)
             page_values = values[v0:v1]
             if encoding is None:
-                value_bytes = encode_dictionary_indices(indices[v0:v1], num_entries)
+                page_indices = indices[v0:v1]
+                value_bytes = encode_dictionary_indices(
+                    page_indices, _index_range(page_indices, num_entries)
+                )
                 page_encoding = Encoding.RLE_DICTIONARY
             else:
                 value_bytes = encode_values(page_values, ptype, encoding)
