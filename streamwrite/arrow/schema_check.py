@@ -13,7 +13,11 @@ into REQUIRED). Two records of the schema sit beside it and are checked against 
   as time32(ms), durations as int64, decimals by precision and scale, timestamps by whether
   they have a time zone (when a ``logicalType`` says so; NANOS only for a stored ns unit,
   pyarrow coerces to ms or us but never to ns) and from INT96 by nothing more; uint32 also as
-  INT64 (format version 1.0); nested types as groups.
+  INT64 (format version 1.0); nested types as groups, checked inside the same way: a
+  struct's children by name, count and order, the element of a three-level LIST
+  (list, large_list, fixed_size_list) and the key and value of a MAP without their names
+  (Arrow's ``item`` is Parquet's ``element``); legacy list and map forms are not looked into.
+  A nested column is named by its dotted Parquet path (``s.a``, ``l.list.element``).
 * the ``_pm`` column descriptors of a live file: the same leaf count and, per leaf, name (the
   dotted ``path_in_schema`` of a nested leaf), physical type, fixed byte length, repetition and
   max definition and repetition levels.
@@ -106,22 +110,29 @@ def _unit(dtype: pa.DataType) -> str | None:
     return None
 
 
-def _top_level(elements: Sequence[SchemaElement]) -> list[SchemaElement] | None:
-    """The root's direct children, or None if the element tree is malformed (reported where
-    the schema is read)."""
-    tops = []
+_Node = tuple[SchemaElement, list["_Node"]]
+
+
+def _tree(elements: Sequence[SchemaElement]) -> list[_Node] | None:
+    """The root's children as (element, children) trees, or None if the element list is
+    malformed (reported where the schema is read)."""
+    root: list[_Node] = []
+    # (children still to read, where they go) of the open groups, the root first
+    stack: list[tuple[int, list[_Node]]] = [(max(elements[0].num_children or 0, 0), root)]
     at = 1
-    for _ in range(max(elements[0].num_children or 0, 0)):
+    while stack:
+        left, into = stack.pop()
+        if left == 0:
+            continue
+        stack.append((left - 1, into))
         if at >= len(elements):
             return None
-        tops.append(elements[at])
-        pending = 1
-        while pending:
-            if at >= len(elements):
-                return None
-            pending += max(elements[at].num_children or 0, 0) - 1
-            at += 1
-    return tops if at == len(elements) else None
+        node: _Node = (elements[at], [])
+        into.append(node)
+        if elements[at].num_children:
+            stack.append((max(elements[at].num_children or 0, 0), node[1]))
+        at += 1
+    return root if at == len(elements) else None
 
 
 def _describe(element: SchemaElement) -> str:
@@ -158,27 +169,30 @@ def check_arrow_schema(
         stored = decode_arrow_schema(value)
     except FormatError as exc:
         raise CorruptFileError(str(exc), footer_offset) from exc
-    tops = _top_level(elements)
+    tops = _tree(elements)
     if tops is None:
         return
     if len(tops) != len(stored):
         raise CorruptFileError(
             f"The Parquet schema has {len(tops)} top-level columns "
-            f"{[e.name for e in tops]} but ARROW:schema has {len(stored)} {stored.names}.",
+            f"{[e.name for e, _ in tops]} but ARROW:schema has {len(stored)} {stored.names}.",
             footer_offset,
         )
-    for index, (field, element) in enumerate(zip(stored, tops, strict=True)):
-        _check_field(index, field, element, footer_offset)
+    for index, (field, node) in enumerate(zip(stored, tops, strict=True)):
+        name = node[0].name
+        if field.name != name:
+            raise CorruptFileError(
+                f"Column {index} is named {name!r} in the Parquet schema but {field.name!r} "
+                "in ARROW:schema.",
+                footer_offset,
+            )
+        _check_field(name or "", field, node, footer_offset)
 
 
-def _check_field(index: int, field: pa.Field, element: SchemaElement, footer_offset: int) -> None:
-    name = element.name
-    if field.name != name:
-        raise CorruptFileError(
-            f"Column {index} is named {name!r} in the Parquet schema but {field.name!r} in "
-            "ARROW:schema.",
-            footer_offset,
-        )
+def _check_field(path: str, field: pa.Field, node: _Node, footer_offset: int) -> None:
+    """Check the Parquet node at dotted ``path`` against its ARROW:schema ``field`` (names
+    compared by the caller), then its children."""
+    element, children = node
     repetition = element.repetition_type
     if repetition == FieldRepetitionType.REPEATED:
         return  # a legacy repeated field: ARROW:schema holds a list
@@ -188,7 +202,7 @@ def _check_field(index: int, field: pa.Field, element: SchemaElement, footer_off
         optional = repetition == FieldRepetitionType.OPTIONAL
         if field.nullable != optional:
             raise CorruptFileError(
-                f"Column {name!r} is {'OPTIONAL' if optional else 'REQUIRED'} in the Parquet "
+                f"Column {path!r} is {'OPTIONAL' if optional else 'REQUIRED'} in the Parquet "
                 f"schema but {'nullable' if field.nullable else 'not nullable'} in ARROW:schema.",
                 footer_offset,
             )
@@ -202,10 +216,61 @@ def _check_field(index: int, field: pa.Field, element: SchemaElement, footer_off
         reads_as = None if is_group else _consistent(field.type, want, element)
     if reads_as is not None:
         raise CorruptFileError(
-            f"Column {name!r} is {_describe(element)} in the Parquet schema, which reads as "
+            f"Column {path!r} is {_describe(element)} in the Parquet schema, which reads as "
             f"{reads_as}, but {field.type} in ARROW:schema.",
             footer_offset,
         )
+    if is_group:
+        for child_path, child_field, child in _pairs(path, field, children, footer_offset):
+            _check_field(child_path, child_field, child, footer_offset)
+
+
+def _pairs(
+    path: str, field: pa.Field, children: list[_Node], footer_offset: int
+) -> list[tuple[str, pa.Field, _Node]]:
+    """The children of the group at ``path`` with the Arrow fields they stand for: a struct's
+    children by name; the element of a three-level LIST and the key and value of a MAP (their
+    Parquet names are not compared: Arrow calls them ``item``, ``key``, ``value``). A legacy
+    list or map form is not compared inside."""
+    dtype = field.type
+    while isinstance(dtype, pa.BaseExtensionType) or pa.types.is_dictionary(dtype):
+        dtype = dtype.storage_type if isinstance(dtype, pa.BaseExtensionType) else dtype.value_type
+    if pa.types.is_struct(dtype):
+        if len(children) != dtype.num_fields:
+            raise CorruptFileError(
+                f"Column {path!r} has {len(children)} children "
+                f"{[e.name for e, _ in children]} in the Parquet schema but {dtype.num_fields} "
+                f"{[f.name for f in dtype]} in ARROW:schema.",
+                footer_offset,
+            )
+        pairs = []
+        for child_field, (child, grandchildren) in zip(dtype, children, strict=True):
+            child_path = f"{path}.{child.name}"
+            if child.name != child_field.name:
+                raise CorruptFileError(
+                    f"Column {child_path!r} is named {child.name!r} in the Parquet schema but "
+                    f"{child_field.name!r} in ARROW:schema.",
+                    footer_offset,
+                )
+            pairs.append((child_path, child_field, (child, grandchildren)))
+        return pairs
+    if len(children) != 1:
+        return []
+    repeated, inner = children[0]
+    if repeated.repetition_type != FieldRepetitionType.REPEATED:
+        return []
+    base = f"{path}.{repeated.name}"
+    is_list = pa.types.is_list(dtype) or pa.types.is_large_list(dtype)
+    if (is_list or pa.types.is_fixed_size_list(dtype)) and len(inner) == 1:
+        if repeated.name in ("array", f"{path.rsplit('.', 1)[-1]}_tuple"):
+            return []  # the legacy two-level form: the repeated group is the element
+        return [(f"{base}.{inner[0][0].name}", dtype.value_field, inner[0])]
+    if pa.types.is_map(dtype) and len(inner) == 2:
+        return [
+            (f"{base}.{inner[0][0].name}", dtype.key_field, inner[0]),
+            (f"{base}.{inner[1][0].name}", dtype.item_field, inner[1]),
+        ]
+    return []
 
 
 def check_sidecar_columns(

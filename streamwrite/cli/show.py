@@ -125,7 +125,6 @@ def file_json(info: FileInfo) -> dict[str, Any]:
         "num_row_groups": info.num_row_groups,
         "footer_offset": info.footer_offset,
         "encryption_algorithm": info.encryption_algorithm,
-        "unsupported_columns": list(info.unsupported_columns),
         "key_value_metadata": {
             key: (value if key != "ARROW:schema" else f"<{len(value or '')} chars>")
             for key, value in info.key_value_metadata.items()
@@ -273,8 +272,6 @@ def print_file(info: dict[str, Any]) -> None:
     )
     if info["encryption_algorithm"]:
         print(f"encryption: {info['encryption_algorithm']}")
-    if info["unsupported_columns"]:
-        print(f"nested columns (not shown): {', '.join(info['unsupported_columns'])}")
     for key, value in info["key_value_metadata"].items():
         print(f"metadata {key}: {value}")
     print("schema:")

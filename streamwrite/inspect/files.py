@@ -191,8 +191,6 @@ class FileInfo:
     """Where the footer (``FileMetaData``) starts."""
     encryption_algorithm: str | None
     """``AES_GCM_V1`` or ``AES_GCM_CTR_V1`` for an encrypted (or signed) file, else None."""
-    unsupported_columns: tuple[str, ...]
-    """Nested columns, which are not described."""
     key_value_metadata: dict[str, str | None]
     columns: tuple[ColumnInfo, ...]
     row_groups: tuple[RowGroupInfo, ...]
@@ -324,7 +322,6 @@ def describe_file(
             md.num_rows,
             pf.footer_offset,
             pf.encryption_algorithm,
-            tuple(pf.unsupported_columns),
             {kv.key: kv.value for kv in md.key_value_metadata or [] if kv.key is not None},
             columns,
             row_groups,

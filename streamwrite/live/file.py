@@ -42,6 +42,7 @@ import pyarrow as pa
 
 from streamwrite.arrow.schema import ParquetSchema, arrow_to_parquet, parquet_to_arrow
 from streamwrite.arrow.schema_check import check_arrow_schema, check_sidecar_columns
+from streamwrite.arrow.schema_diff import schema_mismatch
 from streamwrite.crypto.decryption import DecryptionConfig
 from streamwrite.crypto.encryption import FileEncryption, FileEncryptor
 from streamwrite.crypto.live_keys import LiveKeys
@@ -453,9 +454,10 @@ class LiveFile:
         if schema is not None and not schema.equals(
             parquet_schema.arrow_schema, check_metadata=False
         ):
+            first = schema_mismatch(parquet_schema.arrow_schema, schema, "the live file")
             raise ConfigError(
-                f"The live file at {str(directory)!r} has schema {parquet_schema.arrow_schema}, "
-                f"not {schema}."
+                f"{first or 'The schema given differs.'} The live file at {str(directory)!r} "
+                f"has schema {parquet_schema.arrow_schema}, not {schema}."
             )
         options = make_write_options(
             [c.path_in_schema for c in parquet_schema.columns],

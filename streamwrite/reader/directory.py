@@ -15,6 +15,9 @@ files and directories whose names start with ``_`` or ``.``, in sorted path orde
 schemas must agree. Hive directories (``key=value``, URI-escaped, ``__HIVE_DEFAULT_PARTITION__``
 for null) become dictionary columns after the file's columns, their values int32 when every
 value is an integer, else strings, as pyarrow's Hive partitioning infers them.
+``columns`` selects as ``ParquetFile.read`` does (top-level names, dotted struct paths, leaf
+paths; :mod:`streamwrite.reader.selection`): the result is the files' reads concatenated,
+then the Hive columns named, each field where it is first named.
 """
 
 from __future__ import annotations
@@ -29,12 +32,14 @@ from urllib.parse import unquote
 
 import pyarrow as pa
 
+from streamwrite.arrow.column import FieldNode
 from streamwrite.errors import ConfigError, SchemaError
 from streamwrite.format.txn import TXN_FILE
 from streamwrite.layout.actions import LiveFileName
 from streamwrite.reader.file import ParquetFile
 from streamwrite.reader.pruned_read import filtered_tables
 from streamwrite.reader.pruning import plan_read
+from streamwrite.reader.selection import select_fields
 
 __all__ = ["DirectoryKind", "classify_directory", "plain_parquet_files", "read_plain_directory"]
 
@@ -206,12 +211,13 @@ def read_plain_directory(
     hive = set(partitions[0]) if partitions else set()
     file_columns = None if columns is None else [c for c in columns if c not in hive]
     first_schema: pa.Schema | None = None
+    first_fields: Sequence[FieldNode] = ()
     tables = []
     for path in files:
         with ParquetFile(path, **options) as pf:
             schema = pf.schema_arrow
             if first_schema is None:
-                first_schema = schema
+                first_schema, first_fields = schema, pf._parquet_schema.fields
             elif not schema.equals(first_schema, check_metadata=False):
                 raise SchemaError(
                     f"The file {str(path)!r} does not have the schema of {str(files[0])!r}: "
@@ -226,7 +232,8 @@ def read_plain_directory(
                 constants = _constants(partitions[len(tables)], _partition_types(partitions))
             plan = plan_read(pf, filters, file_columns, constants=constants)
             parts = list(filtered_tables(pf, plan))
-            out = pa.schema([schema.field(name) for name in plan.columns])
+            # the fields as pf.read(file_columns) returns them (structs pruned to the paths)
+            out = pa.schema([node.field for node in pf._select(file_columns)])
             tables.append(pa.concat_tables(parts) if parts else out.empty_table())
     table = pa.concat_tables(tables)
     if partitions:
@@ -235,5 +242,14 @@ def read_plain_directory(
             if columns is None or key in columns:
                 table = table.append_column(key, column)
         if columns is not None:
-            table = table.select(list(columns))
+            table = table.select(_output_names(first_fields, columns, hive))
     return table
+
+
+def _output_names(fields: Sequence[FieldNode], columns: Sequence[str], hive: set[str]) -> list[str]:
+    """The fields ``columns`` returns, in order of first mention: a Hive key, or the
+    top-level field a name or path selects (``"s.a"`` -> ``"s"``, as ``ParquetFile.read``)."""
+    names = [
+        name if name in hive else select_fields(fields, [name])[0].field.name for name in columns
+    ]
+    return list(dict.fromkeys(names))

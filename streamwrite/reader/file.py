@@ -197,12 +197,6 @@ class ParquetFile:
         return len(self.thrift_metadata.row_groups or [])
 
     @property
-    def unsupported_columns(self) -> list[str]:
-        """Always empty: every column of a file that opens can be read (nested ones too).
-        Kept for callers that listed the nested columns older versions could not read."""
-        return []
-
-    @property
     def encryption_algorithm(self) -> str | None:
         """``"AES_GCM_V1"`` or ``"AES_GCM_CTR_V1"`` for an encrypted file read with keys, else
         None (plaintext files, or plaintext-footer files read without keys)."""

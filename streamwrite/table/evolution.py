@@ -32,6 +32,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from streamwrite.arrow.schema import arrow_to_parquet, decode_arrow_schema
+from streamwrite.arrow.schema_diff import schema_mismatch
 from streamwrite.crypto.encryption import FileEncryption
 from streamwrite.crypto.kms import KeyWrapper
 from streamwrite.errors import CorruptFileError
@@ -130,4 +131,8 @@ def older_schema_message(directory: Path, record: TxnRecord, given: pa.Schema) -
                 f"the one it had before version {version}: columns {added} were added since "
                 "(Table.add_columns). Pass the current schema, or None to take the table's."
             )
-    return f"The table at {str(directory)!r} has schema {current}, not {given}."
+    first = schema_mismatch(current, given, "the table")
+    return (
+        f"{first or 'The schema given differs.'} The table at {str(directory)!r} has schema "
+        f"{current}, not {given}."
+    )

@@ -25,6 +25,7 @@ from streamwrite.arrow.column import ColumnSpec, FieldNode, NodeKind
 from streamwrite.arrow.schema import arrow_to_parquet
 from streamwrite.arrow.values import to_physical
 from streamwrite.errors import CorruptFileError
+from streamwrite.testing import dremel
 
 EXAMPLES = int(os.environ.get("STREAMWRITE_ASSEMBLE_EXAMPLES", "150"))
 
@@ -40,99 +41,22 @@ class Leaf:
 # --------------------------------------------------------------------- reference shredder
 
 
-def _storage(dtype: pa.DataType) -> pa.DataType:
-    return dtype.storage_type if isinstance(dtype, pa.BaseExtensionType) else dtype
-
-
-def _num_leaves(dtype: pa.DataType) -> int:
-    dtype = _storage(dtype)
-    if pa.types.is_struct(dtype):
-        return sum(_num_leaves(dtype.field(i).type) for i in range(dtype.num_fields))
-    if pa.types.is_map(dtype):
-        return _num_leaves(dtype.key_type) + _num_leaves(dtype.item_type)
-    if (
-        pa.types.is_list(dtype)
-        or pa.types.is_large_list(dtype)
-        or pa.types.is_fixed_size_list(dtype)
-    ):
-        return _num_leaves(dtype.value_type)
-    return 1
-
-
-def _shred_value(
-    dtype: pa.DataType,
-    nullable: bool,
-    value: Any,
-    d: int,
-    r: int,
-    depth: int,
-    out: list[tuple[list[int], list[int], list[Any]]],
-    k: int,
-) -> int:
-    dtype = _storage(dtype)
-    n = _num_leaves(dtype)
-    if value is None:
-        assert nullable
-        for j in range(k, k + n):
-            out[j][0].append(d)
-            out[j][1].append(r)
-        return k + n
-    d += int(nullable)
-    if pa.types.is_struct(dtype):
-        for i in range(dtype.num_fields):
-            child = dtype.field(i)
-            k = _shred_value(child.type, child.nullable, value[child.name], d, r, depth, out, k)
-        return k
-    if (
-        pa.types.is_map(dtype)
-        or pa.types.is_list(dtype)
-        or pa.types.is_large_list(dtype)
-        or (pa.types.is_fixed_size_list(dtype))
-    ):
-        if not value:
-            for j in range(k, k + n):
-                out[j][0].append(d)
-                out[j][1].append(r)
-            return k + n
-        for j, item in enumerate(value):
-            rr = r if j == 0 else depth + 1
-            if pa.types.is_map(dtype):
-                kk = _shred_value(dtype.key_type, False, item[0], d + 1, rr, depth + 1, out, k)
-                item_field = dtype.item_field
-                _shred_value(
-                    item_field.type, item_field.nullable, item[1], d + 1, rr, depth + 1, out, kk
-                )
-            else:
-                vf = dtype.value_field
-                _shred_value(vf.type, vf.nullable, item, d + 1, rr, depth + 1, out, k)
-        return k + n
-    out[k][0].append(d)
-    out[k][1].append(r)
-    out[k][2].append(value)
-    return k + 1
-
-
 def reference_shred(
     array: pa.Array, node: FieldNode, columns: tuple[ColumnSpec, ...]
 ) -> list[Leaf]:
-    """Per value: levels and physical values of every leaf under ``node``."""
+    """Per value (:func:`streamwrite.testing.dremel.reference_shred`): levels and physical
+    values of every leaf under ``node``."""
     specs = columns[node.leaf_start : node.leaf_stop]
-    out: list[tuple[list[int], list[int], list[Any]]] = [([], [], []) for _ in specs]
-    for value in array.to_pylist():
-        _shred_value(array.type, node.field.nullable, value, 0, 0, 0, out, 0)
     leaves = []
-    for spec, (defs, reps, values) in zip(specs, out, strict=True):
-        leaf_type = spec.field.type
-        present = pa.array(values, type=_storage(leaf_type))
-        if isinstance(leaf_type, pa.BaseExtensionType):
-            present = pa.ExtensionArray.from_storage(leaf_type, present)
+    for spec, ref in zip(specs, dremel.reference_shred(array, node.field), strict=True):
+        assert ref.path == spec.path_in_schema
         flat = replace(spec, field=spec.field.with_nullable(True), max_definition_level=1)
-        physical = to_physical(present, flat).values
+        physical = to_physical(ref.values, flat).values
         leaves.append(
             Leaf(
                 physical,
-                np.array(defs, np.uint8) if spec.max_definition_level else None,
-                np.array(reps, np.uint8) if spec.max_repetition_level else None,
+                np.array(ref.def_levels, np.uint8) if spec.max_definition_level else None,
+                np.array(ref.rep_levels, np.uint8) if spec.max_repetition_level else None,
                 len(array),
             )
         )

@@ -184,7 +184,6 @@ def test_metadata_views_name_leaves_by_path_with_their_levels() -> None:
             assert chunk.path_in_schema == ref_chunk.path_in_schema
             assert chunk.num_values == ref_chunk.num_values
         assert pf.schema_arrow.equals(SCHEMA)
-        assert pf.unsupported_columns == []
 
 
 def test_columns_select_fields_struct_paths_and_leaf_paths() -> None:

@@ -1,10 +1,7 @@
-"""Reference material for nested decoding tests (tests only): a per-value Dremel shredder over
-Arrow tables, a reader of a file's leaf chunks with our footer codec and decoder, and a nested
-table with nulls at every level.
-
-``shred_table`` is the Dremel algorithm value by value: a null node gives each leaf under it one
-entry at the parent's definition level; an empty list one entry at the list's level; the first
-element of a list repeats at the enclosing repetition level, the others at the list's own.
+"""Reference material for nested decoding tests (tests only): the per-value Dremel levels of
+Arrow tables (``shred_table``, over :func:`streamwrite.testing.dremel.reference_shred`), a
+reader of a file's leaf chunks with our footer codec and decoder, and a nested table with nulls
+at every level.
 """
 
 from __future__ import annotations
@@ -12,7 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,99 +20,13 @@ import pyarrow.parquet as pq
 from streamwrite.format import structs as t
 from streamwrite.format.enums import FieldRepetitionType
 from streamwrite.format.thrift.codec import deserialize
+from streamwrite.testing.dremel import ReferenceLeaf, reference_shred
 from workers.decode import DecodedChunk, decode_chunk
 from workers.values import BinaryValues
 
 LIMIT = 64 << 20
 
-# --- reference shredder (per value; tests only) ---------------------------------------------
-
-
-@dataclass
-class Leaf:
-    rep: list[int] = field(default_factory=list)
-    defs: list[int] = field(default_factory=list)
-    values: list[Any] = field(default_factory=list)
-
-
-def _is_list(typ: pa.DataType) -> bool:
-    return bool(
-        pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ)
-    )
-
-
-def leaf_count(typ: pa.DataType) -> int:
-    if pa.types.is_struct(typ):
-        return sum(leaf_count(typ.field(i).type) for i in range(typ.num_fields))
-    if pa.types.is_map(typ):
-        return leaf_count(typ.key_type) + leaf_count(typ.item_type)
-    if _is_list(typ):
-        return leaf_count(typ.value_type)
-    return 1
-
-
-def emit(
-    value: Any,
-    typ: pa.DataType,
-    nullable: bool,
-    d: int,
-    r: int,
-    depth: int,
-    leaves: list[Leaf],
-    start: int,
-) -> None:
-    """Shreds one value of a node into the leaves ``leaves[start:start + leaf_count(typ)]``:
-    ``d`` is the parent's definition level, ``r`` the repetition level of this entry and
-    ``depth`` the number of repeated ancestors."""
-    count = leaf_count(typ)
-    if value is None:
-        assert nullable, f"a null in a non-nullable {typ}"
-        for leaf in leaves[start : start + count]:
-            leaf.rep.append(r)
-            leaf.defs.append(d)
-        return
-    if nullable:
-        d += 1
-    if pa.types.is_struct(typ):
-        pos = start
-        for i in range(typ.num_fields):
-            child = typ.field(i)
-            emit(value[child.name], child.type, child.nullable, d, r, depth, leaves, pos)
-            pos += leaf_count(child.type)
-        return
-    if _is_list(typ) or pa.types.is_map(typ):
-        if len(value) == 0:
-            for leaf in leaves[start : start + count]:
-                leaf.rep.append(r)
-                leaf.defs.append(d)
-            return
-        for i, element in enumerate(value):
-            rr = r if i == 0 else depth + 1
-            if pa.types.is_map(typ):
-                key, item = element
-                emit(key, typ.key_type, False, d + 1, rr, depth + 1, leaves, start)
-                after = start + leaf_count(typ.key_type)
-                item_field = typ.item_field
-                emit(
-                    item, item_field.type, item_field.nullable, d + 1, rr, depth + 1, leaves, after
-                )
-            else:
-                element_field = typ.value_field
-                emit(
-                    element,
-                    element_field.type,
-                    element_field.nullable,
-                    d + 1,
-                    rr,
-                    depth + 1,
-                    leaves,
-                    start,
-                )
-        return
-    leaf = leaves[start]
-    leaf.rep.append(r)
-    leaf.defs.append(d)
-    leaf.values.append(value)
+# --- reference levels (streamwrite.testing.dremel, per value) ----------------------------------
 
 
 def _plain_type(typ: pa.DataType) -> pa.DataType:
@@ -137,16 +48,16 @@ def _plain_type(typ: pa.DataType) -> pa.DataType:
     return typ
 
 
-def shred_table(table: pa.Table) -> list[Leaf]:
+def shred_table(table: pa.Table) -> list[ReferenceLeaf]:
+    """Every leaf's reference levels and values (temporal leaves as the integers Parquet
+    stores), from :func:`streamwrite.testing.dremel.reference_shred`."""
     schema = pa.schema([f.with_type(_plain_type(f.type)) for f in table.schema])
     table = table.cast(schema)
-    leaves = [Leaf() for _ in range(sum(leaf_count(f.type) for f in schema))]
-    start = 0
-    for f, column in zip(schema, table.columns, strict=True):
-        for value in column.to_pylist():
-            emit(value, f.type, f.nullable, 0, 0, 0, leaves, start)
-        start += leaf_count(f.type)
-    return leaves
+    return [
+        leaf
+        for f, column in zip(schema, table.columns, strict=True)
+        for leaf in reference_shred(column, f)
+    ]
 
 
 def physical_py(value: Any) -> Any:
@@ -268,7 +179,7 @@ def check_file(path: Path, reference: bool = True) -> Outcome:
     outcome = Outcome()
     pf = pq.ParquetFile(path) if reference else None
     for i, rg in row_groups(data):
-        want: list[Leaf] | None = None
+        want: list[ReferenceLeaf] | None = None
         if pf is not None:
             want = shred_table(pf.read_row_group(i))
             if len(want) != len(leaves):
@@ -288,19 +199,22 @@ def check_file(path: Path, reference: bool = True) -> Outcome:
                 continue
             expected = want[j]
             got_values = as_list(decoded.values)
-            assert same_values(got_values, [physical_py(v) for v in expected.values]), where
+            want_values = [physical_py(v.as_py()) for v in expected.scalars]
+            assert same_values(got_values, want_values), where
             outcome.values_compared += 1
-            if _maps_one_to_one(pf, j, leaf):
+            if _maps_one_to_one(pf, j, leaf, expected):
                 n = decoded.num_levels
                 got_defs = [0] * n if decoded.def_levels is None else decoded.def_levels.tolist()
                 got_rep = [0] * n if decoded.rep_levels is None else decoded.rep_levels.tolist()
-                assert got_defs == expected.defs, where
-                assert got_rep == expected.rep, where
+                assert got_defs == expected.def_levels, where
+                assert got_rep == expected.rep_levels, where
                 outcome.levels_compared += 1
     return outcome
 
 
-def _maps_one_to_one(pf: pq.ParquetFile | None, j: int, leaf: LeafSchema) -> bool:
+def _maps_one_to_one(
+    pf: pq.ParquetFile | None, j: int, leaf: LeafSchema, want: ReferenceLeaf
+) -> bool:
     """True when pyarrow's view of the leaf has the same maximum levels as its Parquet schema
     (then the reference levels must equal the decoded ones)."""
     if pf is None:
@@ -309,30 +223,8 @@ def _maps_one_to_one(pf: pq.ParquetFile | None, j: int, leaf: LeafSchema) -> boo
     return bool(
         column.max_definition_level == leaf.max_def
         and column.max_repetition_level == leaf.max_rep
-        and _arrow_max_levels(pf.schema_arrow, j) == (leaf.max_def, leaf.max_rep)
+        and (want.max_definition_level, want.max_repetition_level) == (leaf.max_def, leaf.max_rep)
     )
-
-
-def _arrow_max_levels(schema: pa.Schema, j: int) -> tuple[int, int]:
-    """The maximum levels the reference shredder gives leaf ``j`` of ``schema``."""
-    found: list[tuple[int, int]] = []
-
-    def walk(typ: pa.DataType, nullable: bool, d: int, r: int) -> None:
-        d += nullable
-        if pa.types.is_struct(typ):
-            for i in range(typ.num_fields):
-                walk(typ.field(i).type, typ.field(i).nullable, d, r)
-        elif pa.types.is_map(typ):
-            walk(typ.key_type, False, d + 1, r + 1)
-            walk(typ.item_type, typ.item_field.nullable, d + 1, r + 1)
-        elif _is_list(typ):
-            walk(typ.value_type, typ.value_field.nullable, d + 1, r + 1)
-        else:
-            found.append((d, r))
-
-    for f in schema:
-        walk(f.type, f.nullable, 0, 0)
-    return found[j] if j < len(found) else (-1, -1)
 
 
 # --- pyarrow-written files --------------------------------------------------------------------

@@ -1,14 +1,14 @@
 """Nested Parquet files from the chunk encoder alone (no shredder, no schema mapping needed).
 
 The schema elements are built here as parquet-format / pyarrow write them (the lead's design,
-section 1), and the levels come from a per-value reference shredder (Dremel: Python objects of
-``to_pylist()`` walked recursively). Each leaf is encoded with ``workers.chunk.encode_chunk``
+section 1), and the levels come from the per-value reference shredder
+(:mod:`streamwrite.testing.dremel`). Each leaf is encoded with ``workers.chunk.encode_chunk``
 and the file is laid out by ``streamwrite.layout.file_writer.FileWriter``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -24,33 +24,19 @@ from streamwrite.format.enums import ConvertedType, FieldRepetitionType
 from streamwrite.format.structs import ListType, LogicalType, MapType, SchemaElement
 from streamwrite.layout.file_writer import FileWriter
 from streamwrite.options import WriteOptions
+from streamwrite.testing import dremel
 from workers.chunk import encode_chunk
 
 
 @dataclass
-class Node:
-    """One Arrow field of the schema tree with its levels (design section 2)."""
-
-    name: str
-    kind: str  # "leaf", "struct", "list", "map"
-    nullable: bool
-    def_level: int  # of an entry where this node is present
-    rep_level: int  # LIST/MAP: level of its repeated elements; else the enclosing one
-    children: list[Node] = field(default_factory=list)
-    leaf: int | None = None
-    leaves: list[int] = field(default_factory=list)
-
-
-@dataclass
 class NestedFileSchema:
-    """A SchemaPort for FileWriter, with the tree and the leaves' settings inputs."""
+    """A SchemaPort for FileWriter, with the leaves' settings inputs."""
 
     arrow_schema: pa.Schema
     elements: list[SchemaElement]
     columns: list[ColumnSpec]
     max_repetition_levels: list[int]
     paths: list[tuple[str, ...]]
-    roots: list[Node]
 
     @property
     def arrow_schema_value(self) -> str:
@@ -63,20 +49,18 @@ def _group(name: str, nullable: bool, num_children: int, **extra: Any) -> Schema
 
 
 def build_schema(schema: pa.Schema) -> NestedFileSchema:
-    out = NestedFileSchema(schema, [], [], [], [], [])
+    out = NestedFileSchema(schema, [], [], [], [])
 
-    def walk(f: pa.Field, name: str, parent_def: int, rep: int, path: tuple[str, ...]) -> Node:
+    def walk(f: pa.Field, name: str, parent_def: int, rep: int, path: tuple[str, ...]) -> None:
         dtype = f.type
         d = parent_def + int(f.nullable)
         here = (*path, name)
         if pa.types.is_struct(dtype):
-            node = Node(name, "struct", f.nullable, d, rep)
             out.elements.append(_group(name, f.nullable, dtype.num_fields))
             for i in range(dtype.num_fields):
                 child = dtype.field(i)
-                node.children.append(walk(child, child.name, d, rep, here))
+                walk(child, child.name, d, rep, here)
         elif pa.types.is_map(dtype):
-            node = Node(name, "map", f.nullable, d, rep + 1)
             out.elements.append(
                 _group(
                     name,
@@ -92,14 +76,13 @@ def build_schema(schema: pa.Schema) -> NestedFileSchema:
                 )
             )
             kv = (*here, "key_value")
-            node.children.append(walk(dtype.key_field, "key", d + 1, rep + 1, kv))
-            node.children.append(walk(dtype.item_field, "value", d + 1, rep + 1, kv))
+            walk(dtype.key_field, "key", d + 1, rep + 1, kv)
+            walk(dtype.item_field, "value", d + 1, rep + 1, kv)
         elif (
             pa.types.is_list(dtype)
             or pa.types.is_large_list(dtype)
             or pa.types.is_fixed_size_list(dtype)
         ):
-            node = Node(name, "list", f.nullable, d, rep + 1)
             out.elements.append(
                 _group(
                     name,
@@ -115,7 +98,7 @@ def build_schema(schema: pa.Schema) -> NestedFileSchema:
                 )
             )
             lst = (*here, "list")
-            node.children.append(walk(dtype.value_field, "element", d + 1, rep + 1, lst))
+            walk(dtype.value_field, "element", d + 1, rep + 1, lst)
         else:
             index = len(out.columns)
             spec = arrow_to_parquet(pa.schema([f.with_name(name)])).columns[0]
@@ -124,56 +107,13 @@ def build_schema(schema: pa.Schema) -> NestedFileSchema:
             out.columns.append(spec)
             out.max_repetition_levels.append(rep)
             out.paths.append(here)
-            node = Node(name, "leaf", f.nullable, d, rep, leaf=index, leaves=[index])
-            return node
-        node.leaves = [leaf for child in node.children for leaf in child.leaves]
-        return node
 
     for f in schema:
-        out.roots.append(walk(f, f.name, 0, 0, ()))
+        walk(f, f.name, 0, 0, ())
     root = SchemaElement(
         name=ROOT_NAME, repetition_type=FieldRepetitionType.REQUIRED, num_children=len(schema)
     )
     out.elements.insert(0, root)
-    return out
-
-
-Entries = list[list[tuple[int, int, Any]]]  # per leaf: (rep, def, value or None)
-
-
-def _shred(node: Node, value: Any, rep: int, out: Entries) -> None:
-    if value is None:
-        assert node.nullable, node.name
-        for leaf in node.leaves:
-            out[leaf].append((rep, node.def_level - 1, None))
-        return
-    if node.kind == "leaf":
-        assert node.leaf is not None
-        out[node.leaf].append((rep, node.def_level, value))
-    elif node.kind == "struct":
-        for child in node.children:
-            _shred(child, value[child.name], rep, out)
-    else:
-        items = list(value)
-        if not items:
-            for leaf in node.leaves:
-                out[leaf].append((rep, node.def_level, None))
-        for i, item in enumerate(items):
-            r = rep if i == 0 else node.rep_level
-            if node.kind == "list":
-                _shred(node.children[0], item, r, out)
-            else:
-                key, val = item
-                _shred(node.children[0], key, r, out)
-                _shred(node.children[1], val, r, out)
-
-
-def reference_shred(schema: NestedFileSchema, table: pa.Table) -> Entries:
-    """Per leaf, its level entries in order (the Dremel algorithm, one value at a time)."""
-    out: Entries = [[] for _ in schema.columns]
-    for node, column in zip(schema.roots, table.columns, strict=True):
-        for value in column.to_pylist():
-            _shred(node, value, 0, out)
     return out
 
 
@@ -186,17 +126,27 @@ class LeafInput:
 
 
 def leaf_inputs(schema: NestedFileSchema, table: pa.Table) -> list[LeafInput]:
-    """Physical values and level arrays of every leaf (from :func:`reference_shred`)."""
+    """Physical values and level arrays of every leaf, from the per-value reference
+    (:func:`streamwrite.testing.dremel.reference_shred`, which reads the Arrow types)."""
+    references = [
+        leaf
+        for arrow_field, column in zip(table.schema, table.columns, strict=True)
+        for leaf in dremel.reference_shred(column, arrow_field)
+    ]
     result = []
-    for spec, max_rep, entries in zip(
-        schema.columns, schema.max_repetition_levels, reference_shred(schema, table), strict=True
+    for spec, max_rep, path, ref in zip(
+        schema.columns, schema.max_repetition_levels, schema.paths, references, strict=True
     ):
         max_def = spec.max_definition_level
-        present = [v for _, d, v in entries if d == max_def]
+        assert (ref.path, ref.max_definition_level, ref.max_repetition_level) == (
+            path,
+            max_def,
+            max_rep,
+        )
         nullable = replace(spec, field=spec.field.with_nullable(True))
-        values = to_physical(pa.array(present, spec.field.type), nullable).values
-        defs = np.array([d for _, d, _ in entries], dtype=np.uint8) if max_def else None
-        reps = np.array([r for r, _, _ in entries], dtype=np.uint8) if max_rep else None
+        values = to_physical(ref.values, nullable).values
+        defs = np.array(ref.def_levels, dtype=np.uint8) if max_def else None
+        reps = np.array(ref.rep_levels, dtype=np.uint8) if max_rep else None
         result.append(LeafInput(values, defs, reps, table.num_rows))
     return result
 
