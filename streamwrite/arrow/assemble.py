@@ -291,8 +291,42 @@ class _Assembler:
             # null slots hold no elements in Parquet: give each list_size null children
             index = (offsets[:-1, None] + np.arange(size, dtype=np.int64)[None, :]).reshape(-1)
             null = np.repeat(~valid, size)
-            element = element.take(pa.array(np.where(null, 0, index), mask=null))
+            element = _take(element, pa.array(np.where(null, 0, index), mask=null))
         return _from_buffers(storage, n, _emitted(node, valid), [], [element])
+
+
+def _without_views(dtype: pa.DataType) -> pa.DataType:
+    """``dtype`` with string_view / binary_view replaced by their large types, at any depth."""
+    if pa.types.is_string_view(dtype):
+        return pa.large_string()
+    if pa.types.is_binary_view(dtype):
+        return pa.large_binary()
+    if pa.types.is_struct(dtype):
+        return pa.struct([f.with_type(_without_views(f.type)) for f in dtype])
+    if pa.types.is_fixed_size_list(dtype):
+        return pa.list_(
+            dtype.value_field.with_type(_without_views(dtype.value_type)), dtype.list_size
+        )
+    if pa.types.is_large_list(dtype):
+        return pa.large_list(dtype.value_field.with_type(_without_views(dtype.value_type)))
+    if pa.types.is_list(dtype):
+        return pa.list_(dtype.value_field.with_type(_without_views(dtype.value_type)))
+    if pa.types.is_map(dtype):
+        return pa.map_(
+            dtype.key_field.with_type(_without_views(dtype.key_type)),
+            dtype.item_field.with_type(_without_views(dtype.item_type)),
+            keys_sorted=dtype.keys_sorted,
+        )
+    return dtype
+
+
+def _take(array: pa.Array, indices: pa.Array) -> pa.Array:
+    """``array.take(indices)``; pyarrow has no take kernel for view types, so an array holding
+    them is taken through their large types."""
+    plain = _without_views(array.type)
+    if plain.equals(array.type):
+        return array.take(indices)
+    return array.cast(plain).take(indices).cast(array.type)
 
 
 def _emitted(node: FieldNode, valid: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_] | None:

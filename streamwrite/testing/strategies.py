@@ -232,8 +232,14 @@ def _make_array(dtype: pa.DataType, values: list[Any]) -> pa.Array:
         return pa.ExtensionArray.from_storage(dtype, dense)
     if pa.types.is_dictionary(dtype):
         encoded = dense.dictionary_encode()
+        indices, dictionary = encoded.indices, encoded.dictionary
+        limit = 2 ** (dtype.index_type.bit_width - 1) - 1  # the index type's largest index + 1
+        if len(dictionary) > limit:  # more distinct values than int8 indices reach: fold them
+            folded = np.asarray(indices.fill_null(0).to_numpy(zero_copy_only=False)) % limit
+            indices = pa.array(folded, mask=np.asarray(indices.is_null()))
+            dictionary = dictionary.slice(0, limit)
         return pa.DictionaryArray.from_arrays(
-            encoded.indices.cast(dtype.index_type), encoded.dictionary, ordered=dtype.ordered
+            indices.cast(dtype.index_type), dictionary, ordered=dtype.ordered
         )
     return dense
 

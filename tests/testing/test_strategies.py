@@ -90,3 +90,16 @@ def test_arrays_reach_offsets_nulls_and_all_null(dtype: pa.DataType) -> None:
     assert all_null.type == dtype
     required = find(arrays(dtype, nullable=False), lambda a: len(a) > 0, settings=once)
     assert required.null_count == 0
+
+
+def test_dictionary_arrays_with_more_values_than_their_index_type_reaches() -> None:
+    """int8 indices reach 127 values: a drawn column with more folds them (it used to raise
+    'Integer value 128 not in range' in the nested round trips)."""
+    from streamwrite.testing.strategies import _make_array
+
+    dtype = pa.dictionary(pa.int8(), pa.large_string())
+    values = [None if i % 7 == 0 else f"v{i}" for i in range(400)]
+    array = _make_array(dtype, values)
+    assert array.type == dtype and len(array) == 400
+    assert array.null_count == sum(v is None for v in values)
+    assert len(array.dictionary) == 127
