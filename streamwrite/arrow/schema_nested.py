@@ -104,9 +104,13 @@ class NestedBuilder:
                 or pa.types.is_list_view(dtype)
                 or pa.types.is_large_list_view(dtype)
             ):
+                hint = (
+                    ""
+                    if pa.types.is_union(dtype)
+                    else (" (cast list views to lists, run-end encoded arrays to their values)")
+                )
                 raise UnsupportedError(
-                    f"Column {where!r} has the type {dtype}, which has no Parquet mapping "
-                    "(cast list views to lists, run-end encoded arrays to their values)."
+                    f"Column {where!r} has the type {dtype}, which has no Parquet mapping{hint}."
                 )
             return self._leaf(arrow_field, parquet_name, path, def_level, parent_rep)
         group = len(self.elements)
