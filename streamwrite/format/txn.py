@@ -68,7 +68,12 @@ keys as format 3)::
                                           segments in row order, with the committed
                                           data.parquet size of each and the XXH64 of the
                                           Parquet footer ending there (as its _pm records
-                                          it; absent where that commit recorded none)
+                                          it; absent where that commit recorded none);
+                                          a segment in cold storage has a fourth
+                                          entry: the XXH64 of its whole object (the
+                                          third may then be null)
+      "cold": "s3://bucket/prefix",       optional: the cold storage root (absent until
+                                          a segment was tiered; no credentials)
       "retired": [["ts_day=2026-11-22/seg-000001", 1795000000.5], ...],
                                           segments replaced by compaction, and when (Unix
                                           seconds): deleted once no reader can need them
@@ -150,8 +155,11 @@ __all__ = [
     "Retired",
     "Segment",
     "TxnRecord",
+    "TXN_LOG_DIR",
     "TxnSlots",
+    "cold_object_key",
     "decode_txn",
+    "decode_txn_payload",
     "encode_txn",
     "encode_txn_payload",
     "encode_txn_slot",
@@ -159,6 +167,8 @@ __all__ = [
     "txn_slot_size",
     "segment_name",
     "segment_number",
+    "txn_log_name",
+    "txn_log_version",
 ]
 
 TXN_FILE = "_txn"
@@ -185,6 +195,9 @@ PENDING_DATA_FILE = "_data.pending"
 RETIRED_DATA_FILE = "_data.retired"
 """The data file of a segment compaction retired (pinned readers still read it)."""
 _SEGMENT = re.compile(r"seg-(\d{6,})")
+TXN_LOG_DIR = "_txn_log"
+"""The directory, under the cold storage root, of the published records (:func:`txn_log_name`)."""
+_TXN_LOG = re.compile(r"(\d{20})\.json")
 _PARTITION = re.compile(r"[A-Za-z0-9+-][A-Za-z0-9_.=+-]*")
 
 
@@ -208,6 +221,14 @@ class Segment:
     name: str
     size: int
     footer_xxh64: int | None = None
+    object_xxh64: int | None = None
+    """Set once the segment lives in cold storage (:attr:`TxnRecord.cold`): the XXH64 of all
+    ``size`` bytes of its object :func:`cold_object_key` (None: on the local disk)."""
+
+    @property
+    def is_cold(self) -> bool:
+        """Whether the segment's data lives in cold storage (not on the local disk)."""
+        return self.object_xxh64 is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +270,9 @@ class TxnRecord:
     skipping: Mapping[str, Any] | None = None
     """The data-skipping configuration and skipping-store state (JSON objects this module does
     not interpret; None: the table has no skipping configuration)."""
+    cold: str | None = None
+    """The cold storage root URL (``s3://bucket/prefix``, no credentials) where cold segments
+    live (:attr:`Segment.is_cold`); None: the table never tiered a segment."""
 
     def is_applied(self, app_id: str, batch_id: int) -> bool:
         """True when ``(app_id, batch_id)`` was committed before (or an earlier batch id)."""
@@ -350,6 +374,41 @@ class TxnRecord:
             retired=tuple(Retired(rename(r.path), r.since) for r in self.retired),
         )
 
+    def tiered(self, path: str, object_xxh64: int, cold: str) -> TxnRecord:
+        """The following version with segment ``path`` (``partition/segment``) in cold
+        storage ``cold`` as an object whose bytes have XXH64 ``object_xxh64``.
+
+        Raises:
+            ValueError: ``path`` is not a listed local segment, or ``cold`` is not the
+                table's cold storage.
+        """
+        if self.cold is not None and cold != self.cold:
+            raise ValueError(f"The table's cold storage is {self.cold!r}, not {cold!r}.")
+        partition, _, name = path.partition("/")
+        listed = list(self.partitions.get(partition, ()))
+        index = next((i for i, s in enumerate(listed) if s.name == name), None)
+        if index is None or listed[index].is_cold:
+            raise ValueError(f"{path!r} is not a local segment of the table.")
+        listed[index] = replace(listed[index], object_xxh64=object_xxh64)
+        return replace(
+            self,
+            version=self.version + 1,
+            partitions={**self.partitions, partition: tuple(listed)},
+            cold=cold,
+        )
+
+    def cold_view(self) -> TxnRecord:
+        """This version with only its cold segments (partitions left without one dropped):
+        what a reader that sees only the cold storage can read, published there as
+        :func:`txn_log_name` (``retired``, ``dedup`` and ``skipping`` are local state and
+        left out)."""
+        partitions = {
+            p: cold
+            for p, segments in self.partitions.items()
+            if (cold := tuple(s for s in segments if s.is_cold))
+        }
+        return replace(self, partitions=partitions, retired=(), dedup=None, skipping=None)
+
     def without_retired(self, paths: Iterable[str]) -> TxnRecord:
         """The following version, forgetting retired segments that were deleted."""
         gone = set(paths)
@@ -360,8 +419,43 @@ class TxnRecord:
         )
 
 
-def _segment(name: str, size: int, footer_xxh64: int | None = None) -> Segment:
-    return Segment(str(name), int(size), None if footer_xxh64 is None else int(footer_xxh64))
+def _segment(
+    name: str, size: int, footer_xxh64: int | None = None, object_xxh64: int | None = None
+) -> Segment:
+    return Segment(
+        str(name),
+        int(size),
+        None if footer_xxh64 is None else int(footer_xxh64),
+        None if object_xxh64 is None else int(object_xxh64),
+    )
+
+
+def _segment_entry(segment: Segment) -> list[Any]:
+    entry: list[Any] = [segment.name, segment.size]
+    if segment.object_xxh64 is not None:
+        return [*entry, segment.footer_xxh64, segment.object_xxh64]
+    return entry if segment.footer_xxh64 is None else [*entry, segment.footer_xxh64]
+
+
+def cold_object_key(path: str) -> str:
+    """The key, relative to the cold storage root, of the object holding segment ``path``
+    (``partition/segment``): ``partition/segment/data.parquet``, the local layout, so that
+    engines listing the bucket (``**/*.parquet``, names starting ``_`` skipped) see exactly the
+    cold segments."""
+    return f"{path}/{DATA_FILE}"
+
+
+def txn_log_name(version: int) -> str:
+    """The key, relative to the cold storage root, of the published record of ``version``
+    (``_txn_log/00000000000000000012.json``: names sort as versions)."""
+    return f"{TXN_LOG_DIR}/{version:020d}.json"
+
+
+def txn_log_version(name: str) -> int | None:
+    """The version of a :func:`txn_log_name` base name (``00000000000000000012.json``), or None
+    for any other name."""
+    match = _TXN_LOG.fullmatch(name)
+    return None if match is None else int(match.group(1))
 
 
 def _body(record: TxnRecord) -> dict[str, Any]:
@@ -373,11 +467,7 @@ def _body(record: TxnRecord) -> dict[str, Any]:
         "timestamp": record.timestamp,
         "partition_by": record.partition_by,
         "partitions": {
-            name: [
-                [segment.name, segment.size]
-                + ([] if segment.footer_xxh64 is None else [segment.footer_xxh64])
-                for segment in segments
-            ]
+            name: [_segment_entry(segment) for segment in segments]
             for name, segments in sorted(record.partitions.items())
         },
         "retired": [[r.path, r.since] for r in record.retired],
@@ -405,6 +495,8 @@ def encode_txn_payload(record: TxnRecord) -> bytes:
         body["dedup"] = [record.dedup.name, record.dedup.size]
     if record.skipping is not None:  # optional too: absent, the record encodes as before
         body["skipping"] = record.skipping
+    if record.cold is not None:  # optional too
+        body["cold"] = record.cold
     body["crc32"] = zlib.crc32(_dumps(body))
     return _dumps(body)
 
@@ -517,6 +609,16 @@ def read_txn_slots(data: bytes) -> TxnSlots | None:
     )
 
 
+def decode_txn_payload(data: bytes) -> TxnRecord:
+    """Parse and check one format-4 record payload (a slot's JSON, or a published
+    :func:`txn_log_name` object).
+
+    Raises:
+        CorruptFileError: not a valid streamwrite format-4 record (its CRC32 included).
+    """
+    return _decode_json(data, (FORMAT_VERSION,))
+
+
 def decode_txn(data: bytes) -> TxnRecord:
     """Parse and check a ``_txn`` file of any readable format: the newest intact slot of a
     format-4 file, or the JSON record of a format 2 or 3 file. Every reader of ``_txn`` goes
@@ -591,6 +693,7 @@ def _decode_json(data: bytes, formats: tuple[int, ...]) -> TxnRecord:
             format_version=int(format_version),
             dedup=None if body.get("dedup") is None else DedupLog(*body["dedup"]),
             skipping=body.get("skipping"),
+            cold=None if body.get("cold") is None else str(body["cold"]),
         )
         _check(record)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -612,6 +715,10 @@ def _check(record: TxnRecord) -> None:
             raise ValueError(f"partition {partition!r} has a negative size")
         if any(not 0 <= (segment.footer_xxh64 or 0) < 2**64 for segment in segments):
             raise ValueError(f"partition {partition!r} has a footer checksum out of range")
+        if any(not 0 <= (segment.object_xxh64 or 0) < 2**64 for segment in segments):
+            raise ValueError(f"partition {partition!r} has an object checksum out of range")
+        if record.cold is None and any(segment.is_cold for segment in segments):
+            raise ValueError(f"partition {partition!r} has a cold segment but no cold storage")
     dedup = record.dedup
     if dedup is not None and (
         not isinstance(dedup.name, str)
