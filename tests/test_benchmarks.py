@@ -71,3 +71,40 @@ def test_bench_commit_quick_run_writes_its_report_as_json(tmp_path: Path) -> Non
     assert len(document["data"]["streamwrite LiveFile.append"]["latency"]) == 12
     assert document["data"]["growth"]["row_groups"][-1] >= 12
     assert list(tmp_path.iterdir()) == [out]  # the temporary work directory is gone
+
+
+def test_bench_spark_quick_run_writes_its_report_as_json(tmp_path: Path) -> None:
+    """``bench_spark.py`` end to end on a tiny DataFrame: its own local[2] session (a Spark
+    session is expensive, so one run covers writes, reads and the remote byte counts)."""
+    from tests.spark.conftest import skip_or_fail_without_spark
+
+    skip_or_fail_without_spark()
+    out = tmp_path / "report.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(BENCHMARKS / "bench_spark.py"),
+            "--quick",
+            "--rows",
+            "3000",
+            "--driver-memory",
+            "1g",
+            "--workdir",
+            str(tmp_path),
+            "--json",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.startswith("# streamwrite spark benchmark\n\n- command: `")
+    assert "## 1. Writes" in proc.stdout and "## 2. Reads" in proc.stdout
+    document = json.loads(out.read_text())
+    assert document["benchmark"] == "spark"
+    assert document["markdown"] == proc.stdout
+    assert document["arguments"]["rows"] == 3000
+    assert [t.rsplit(" -> ", 1)[1] in ("PASS", "FAIL") for t in document["targets"]] == [True]
+    assert list(tmp_path.iterdir()) == [out]  # the temporary work directory is gone
