@@ -4,34 +4,46 @@ One run, one local Spark session (``local[2]``, Python workers on this interpret
 ``--rows`` rows of ``streamwrite.testing.reference_table`` (``ts`` as Spark's TIMESTAMP,
 microseconds UTC), range-partitioned by ``ts`` into ``--partitions`` Spark partitions, sorted
 within each, and cached in Spark's memory before anything is timed, so every writer starts from
-the same in-memory DataFrame.
+the same in-memory DataFrame. Every streamwrite table is ``timestamp="ts", partition_by="day"``
+with the table's defaults otherwise (zstd); the reference ticks span one UTC day.
 
 1. **Writes** (round-robin, best of ``--repeat``; each run writes a new directory):
-   the driver-mode sink (``foreach_batch_sink(path, timestamp="ts", partition_by="day")`` called
-   with the DataFrame and a batch id: ``toArrow()`` on the driver, then one table append there),
-   and Spark's own ``df.write.parquet`` with its default codec (snappy) and with zstd (the
-   table's codec). rows/s and the ratio to ``df.write.parquet`` (snappy: Spark's default, the
-   target's peer).
-2. **Reads**: each table the writers made, read in full by ``spark.read.format("streamwrite")``
-   and by ``spark.read.parquet`` of the same ``data.parquet`` files; the action is the same for
-   both, ``df.write.format("noop").mode("overwrite").save()`` (every row of every column reaches
-   the JVM; nothing is written). Round-robin, best of ``--repeat``; the row count and
-   ``sum(qty)`` of both readers are checked equal to the input's (not timed).
+   executor mode (``streamwrite.spark.write(df, path, app_id=, batch_id=)``: each Spark task
+   stages a segment, the driver publishes them in one ``_txn`` version), driver mode (the
+   ``foreach_batch_sink`` called with the DataFrame and a batch id: ``toArrow()`` on the driver,
+   then one table append there), and Spark's own ``df.write.parquet`` with its default codec
+   (snappy: the target's peer) and with zstd (the table's codec), rows/s and their ratio to
+   ``df.write.parquet``.
+2. **Reads**: each table the streamwrite writers made, read in full by
+   ``spark.read.format("streamwrite")`` and by ``spark.read.parquet`` of the same
+   ``data.parquet`` files; the action is the same for both,
+   ``df.write.format("noop").mode("overwrite").save()`` (every column of every row reaches the
+   JVM's rows; nothing is written). Round-robin, best of ``--repeat``; the row count and
+   ``sum(qty)`` each reader gives are checked equal to the input's first (not timed).
+3. **Remote read bytes**: the biggest segment of the executor-mode table uploaded to a moto S3
+   server on localhost (``streamwrite.testing.s3.S3Server``, HTTP, s3fs), then per column a
+   one-column read, ``ParquetFile(RangeSource(store, key, size)).read([column])`` with an empty
+   range cache, counted by the store's ``FetchStats``: requests and bytes fetched against the
+   object's size and against the bytes of the column chunks the read needs (each row group's
+   chunk, dictionary page included, from pyarrow's view of the footer). Opening the file
+   fetches the tail (64 KiB by default: the footer); the target compares what the read fetched
+   after that with the chunk bytes that tail did not already hold (on a small segment the tail
+   holds whole chunks). Each read is checked equal to the local file's column.
 
 Spark session: ``local[2]`` as the test fixtures, but ``spark.driver.memory`` = ``--driver-memory``
-(default 4g: local mode runs the executors in the driver JVM, which holds the cached input,
-about 0.4 GB at 10M rows, plus driver mode's ``toArrow()``, the whole 10M-row batch as Arrow
-buffers, about 0.7 GB, collected in the JVM before it reaches Python; the fixtures' 1g fails
-there), ``spark.driver.maxResultSize=4g`` (the collected batch exceeds the default 1g), the
-JVM's default JIT and GC (the fixtures' ``-XX:TieredStopAtLevel=1 -XX:+UseSerialGC`` start a
-session faster but slow Spark's own writer and reader down, which would flatter our ratios),
-session time zone UTC, and the Arrow batch size Spark's default (10,000 rows).
+(default 4g: in local mode the executors are the driver JVM, which holds the cached input and,
+in driver mode, the whole DataFrame collected as Arrow batches by ``toArrow()`` before they
+reach Python; the report prints the cache's size), ``spark.driver.maxResultSize=4g`` (the
+collected 10M-row batch is close to the default 1g), the JVM's default JIT and GC (the
+fixtures' ``-XX:TieredStopAtLevel=1 -XX:+UseSerialGC`` start a session faster but slow Spark's
+own writer and reader, which would flatter our ratios), session time zone UTC, Spark's default
+Arrow batch size (10,000 rows).
 
 Run from the repository root::
 
     .venv/bin/python benchmarks/bench_spark.py                 # 10M rows, best of 2
     .venv/bin/python benchmarks/bench_spark.py --rows 1000000  # development
-    .venv/bin/python benchmarks/bench_spark.py --quick         # smoke run (20k rows)
+    .venv/bin/python benchmarks/bench_spark.py --quick         # smoke run (<= 20k rows)
 """
 
 from __future__ import annotations
@@ -41,6 +53,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +61,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from _common import (
+    MB,
     Report,
     bench_parser,
     fmt_bytes,
@@ -59,11 +73,13 @@ from _common import (
 
 import streamwrite
 import streamwrite.spark
-from streamwrite.spark import foreach_batch_sink
+from streamwrite.io.remote import RangeCache, RangeSource, open_store
 from streamwrite.testing import reference_table
+from streamwrite.testing.s3 import S3Server
 
 TABLE_OPTIONS: dict[str, Any] = {"timestamp": "ts", "partition_by": "day"}
-"""How every streamwrite writer lays the table out (the reference ticks span one UTC day)."""
+"""How every streamwrite writer lays the table out."""
+APP_ID = "bench"
 
 
 def session_config(driver_memory: str) -> dict[str, str]:
@@ -79,7 +95,8 @@ def session_config(driver_memory: str) -> dict[str, str]:
 
 
 def start_spark(driver_memory: str) -> Any:
-    """A local[2] session whose Python workers run this interpreter."""
+    """A local[2] session whose Python workers run this interpreter, with the ``streamwrite``
+    data source registered."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
@@ -103,29 +120,29 @@ def write_source(path: Path, num_rows: int) -> tuple[int, int]:
     ts = pc.cast(table.column("ts"), pa.timestamp("us", tz="UTC"), safe=False)
     table = table.set_column(0, "ts", ts)
     pq.write_table(table, path, compression="zstd", row_group_size=1_000_000)
-    qty = int(pc.sum(table.column("qty")).as_py())
-    return table.nbytes, qty
+    return table.nbytes, int(pc.sum(table.column("qty")).as_py())
+
+
+def cached_size(spark: Any) -> int:
+    """Bytes Spark's cache holds in memory (every cached RDD)."""
+    infos = spark.sparkContext._jsc.sc().getRDDStorageInfo()
+    return sum(int(info.memSize()) for info in infos)
 
 
 def tree_size(path: Path) -> int:
-    """Bytes of every file under ``path`` (a table's ``_txn``, footers chain and data)."""
+    """Bytes of every file under ``path`` (for a table: ``_txn``, ``_pm`` and data)."""
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def data_files(table: Path) -> list[str]:
-    """The ``data.parquet`` files of a table's newest snapshot."""
-    return [str(p) for p in streamwrite.read_snapshot(table).data_files()]
+def table_segments(table: Path) -> list[tuple[Path, int]]:
+    """The ``data.parquet`` files of a table's newest snapshot, with their committed sizes."""
+    snapshot = streamwrite.read_snapshot(table)
+    sizes = [size for _, size in snapshot.files]
+    return list(zip(snapshot.data_files(), sizes, strict=True))
 
 
-def spark_parquet_files(directory: Path) -> list[str]:
-    """The part files ``df.write.parquet`` wrote into ``directory``."""
-    return sorted(str(p) for p in directory.glob("part-*.parquet"))
-
-
-def round_robin(
-    runs: dict[str, Callable[[int], object]], repeat: int, between: Callable[[], None]
-) -> dict[str, float]:
-    """Call each of ``runs`` (with the repeat index) once per round, ``repeat`` rounds.
+def round_robin(runs: dict[str, Callable[[int], object]], repeat: int) -> dict[str, float]:
+    """Call each of ``runs`` (with the round's index) once per round, ``repeat`` rounds.
 
     Returns:
         The best wall-clock seconds of each.
@@ -133,11 +150,273 @@ def round_robin(
     best = dict.fromkeys(runs, float("inf"))
     for index in range(max(1, repeat)):
         for name, run in runs.items():
-            between()
             started = time.perf_counter()
             run(index)
             best[name] = min(best[name], time.perf_counter() - started)
     return best
+
+
+@dataclass
+class Writer:
+    """One way of writing the DataFrame into a directory."""
+
+    label: str
+    write: Callable[[Any, Path], object]
+    is_table: bool
+    last: Path | None = None
+
+
+def run_writes(df: Any, workdir: Path, num_rows: int, repeat: int) -> tuple[dict[str, Path], str]:
+    """Section 1.
+
+    Returns:
+        The directory of each streamwrite writer's last run (by label), and the verdict.
+    """
+
+    def executors(frame: Any, path: Path) -> object:
+        return streamwrite.spark.write(frame, path, app_id=APP_ID, batch_id=0, **TABLE_OPTIONS)
+
+    def driver(frame: Any, path: Path) -> object:
+        sink = streamwrite.spark.foreach_batch_sink(path, app_id=APP_ID, **TABLE_OPTIONS)
+        sink(frame, 0)
+        return None
+
+    def parquet(frame: Any, path: Path) -> object:
+        frame.write.parquet(str(path))
+        return None
+
+    def parquet_zstd(frame: Any, path: Path) -> object:
+        frame.write.option("compression", "zstd").parquet(str(path))
+        return None
+
+    peer_label = "df.write.parquet (snappy, Spark's default)"
+    writers = [
+        Writer("executor mode (streamwrite.spark.write)", executors, True),
+        Writer("driver mode (foreach_batch_sink, toArrow)", driver, True),
+        Writer(peer_label, parquet, False),
+        Writer("df.write.parquet (zstd)", parquet_zstd, False),
+    ]
+    out = workdir / "writes"
+    out.mkdir()
+
+    def run(writer: Writer, index: int) -> None:
+        if writer.last is not None:
+            shutil.rmtree(writer.last)  # one copy per writer on disk
+        writer.last = out / f"w{writers.index(writer)}-{index}"
+        writer.write(df, writer.last)
+
+    load_before = load_average()
+    best = round_robin({w.label: (lambda index, w=w: run(w, index)) for w in writers}, repeat)
+    peer = best[peer_label]
+    rows = []
+    for writer in writers:
+        assert writer.last is not None
+        seconds = best[writer.label]
+        if writer.is_table:
+            num_files = len(table_segments(writer.last))
+        else:
+            num_files = len(list(writer.last.glob("part-*.parquet")))
+        rows.append(
+            [
+                writer.label,
+                f"{seconds:.2f}",
+                f"{num_rows / seconds:,.0f}",
+                fmt_ratio(peer / seconds),
+                fmt_bytes(tree_size(writer.last)),
+                num_files,
+            ]
+        )
+    print(f"## 1. Writes ({num_rows:,} rows, round-robin, best of {repeat})\n")
+    print(f"- load average before: {load_before}; after: {load_average()}\n")
+    print(
+        markdown_table(
+            ["writer", "seconds", "rows/s", "rows/s vs df.write.parquet", "bytes", "files"],
+            rows,
+        )
+    )
+    print()
+    ratio = peer / best[writers[0].label]
+    tables = {w.label.split(" (")[0]: w.last for w in writers if w.is_table and w.last is not None}
+    return tables, verdict(
+        "executor-mode writes >= 1.0x df.write.parquet rows/s", fmt_ratio(ratio), ratio >= 1.0
+    )
+
+
+def run_reads(spark: Any, tables: dict[str, Path], num_rows: int, qty_sum: int, repeat: int) -> str:
+    """Section 2: each table by the data source and by spark.read.parquet of its files.
+
+    Returns:
+        The verdict on the data source's read speed (the worst table).
+    """
+    from pyspark.sql import functions as sf
+
+    def full_scan(frame: Any) -> None:
+        frame.write.format("noop").mode("overwrite").save()
+
+    rows = []
+    ratios = []
+    load_before = load_average()
+    for label, table in tables.items():
+        files = tuple(str(path) for path, _ in table_segments(table))
+        source = spark.read.format("streamwrite").load(str(table))
+        parquet = spark.read.parquet(*files)
+        for frame in (source, parquet):  # checked, not timed
+            check = frame.agg(sf.count("*"), sf.sum("qty")).collect()[0]
+            assert (check[0], check[1]) == (num_rows, qty_sum), (label, check)
+        best = round_robin(
+            {
+                "source": lambda _, t=str(table): full_scan(
+                    spark.read.format("streamwrite").load(t)
+                ),
+                "parquet": lambda _, f=files: full_scan(spark.read.parquet(*f)),
+            },
+            repeat,
+        )
+        ratio = best["parquet"] / best["source"]
+        ratios.append(ratio)
+        rows.append(
+            [
+                label,
+                len(files),
+                f"{best['source']:.2f}",
+                f"{num_rows / best['source']:,.0f}",
+                f"{best['parquet']:.2f}",
+                f"{num_rows / best['parquet']:,.0f}",
+                fmt_ratio(ratio),
+            ]
+        )
+    print(f"## 2. Reads (full scan into the noop sink, round-robin, best of {repeat})\n")
+    print(f"- load average before: {load_before}; after: {load_average()}\n")
+    print(
+        markdown_table(
+            [
+                "table written by",
+                "segments",
+                'format("streamwrite") s',
+                "rows/s",
+                "spark.read.parquet s",
+                "rows/s",
+                "source vs parquet rows/s",
+            ],
+            rows,
+        )
+    )
+    print()
+    worst = min(ratios)
+    return verdict(
+        "data source reads >= 0.5x spark.read.parquet of the same files (worst table)",
+        fmt_ratio(worst),
+        worst >= 0.5,
+    )
+
+
+def chunk_ranges(path: Path) -> dict[str, list[tuple[int, int]]]:
+    """The byte ranges of each column's chunks in the file (every row group), from pyarrow's
+    view of the footer: from the chunk's first page (its dictionary page when it has one) over
+    ``total_compressed_size`` bytes.
+
+    Returns:
+        ``{column path: [(offset, size), ...]}``.
+    """
+    metadata = pq.ParquetFile(path).metadata
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    for i in range(metadata.num_row_groups):
+        group = metadata.row_group(i)
+        for j in range(group.num_columns):
+            chunk = group.column(j)
+            start = chunk.data_page_offset
+            if chunk.has_dictionary_page and chunk.dictionary_page_offset:
+                start = min(start, chunk.dictionary_page_offset)
+            ranges.setdefault(chunk.path_in_schema, []).append((start, chunk.total_compressed_size))
+    return ranges
+
+
+def bytes_below(ranges: list[tuple[int, int]], end: int) -> int:
+    """Bytes of ``ranges`` that lie before offset ``end``."""
+    return sum(max(0, min(offset + size, end) - offset) for offset, size in ranges)
+
+
+def run_remote(table: Path) -> str:
+    """Section 3: one-column reads of a segment in a moto S3 bucket.
+
+    Returns:
+        The verdict (the worst column).
+    """
+    path, size = max(table_segments(table), key=lambda segment: segment[1])
+    key = "ticks/seg/data.parquet"
+    local = pq.read_table(path)
+    ranges = chunk_ranges(path)
+    rows = []
+    worst = 0.0
+    with S3Server() as server:
+        server.create_bucket("bench")
+        store = open_store("s3://bench/cold", server.storage_options)
+        started = time.perf_counter()
+        store.put_file(key, path, size)
+        upload_seconds = time.perf_counter() - started
+        for column in local.column_names:
+            store.stats.reset()
+            started = time.perf_counter()
+            source = RangeSource(store, key, size, cache=RangeCache())
+            reader = streamwrite.ParquetFile(source)
+            opening = store.stats.num_bytes  # the footer: one request (two if it is long)
+            got = reader.read([column])
+            seconds = time.perf_counter() - started
+            assert got.column(0).equals(local.column(column)), column
+            num_requests, fetched = store.stats.num_requests, store.stats.num_bytes
+            needed = sum(size for _, size in ranges[column])
+            # the chunk bytes the footer request did not bring along (it fetched the tail)
+            beyond = bytes_below(ranges[column], size - opening)
+            ratio = (fetched - opening) / beyond if beyond else None
+            if ratio is not None:
+                worst = max(worst, ratio)
+            rows.append(
+                [
+                    column,
+                    num_requests,
+                    fmt_bytes(fetched),
+                    fmt_bytes(opening),
+                    fmt_bytes(needed),
+                    fmt_bytes(beyond),
+                    "-" if ratio is None else fmt_ratio(ratio),
+                    fmt_ratio(fetched / needed),
+                    f"{fetched / size:.1%}",
+                    f"{seconds * 1000:.0f}",
+                ]
+            )
+    print("## 3. Remote read bytes (one column of a segment in a moto S3 bucket)\n")
+    print(
+        f"- object: the executor-mode table's biggest segment, {fmt_bytes(size)} bytes, "
+        f"{pq.ParquetFile(path).metadata.num_row_groups} row groups, {local.num_rows:,} rows; "
+        f"uploaded by ObjectStore.put_file in {upload_seconds:.2f} s "
+        f"({size / MB / upload_seconds:.0f} MB/s)"
+    )
+    print("- each read: a new RangeCache, FetchStats reset; load average " + load_average())
+    print()
+    print(
+        markdown_table(
+            [
+                "column",
+                "GETs",
+                "bytes fetched",
+                "opening (footer)",
+                "chunk bytes needed",
+                "needed beyond the footer request",
+                "fetched after opening vs needed beyond",
+                "all fetched vs needed",
+                "fetched vs object",
+                "ms",
+            ],
+            rows,
+        )
+    )
+    print()
+    return verdict(
+        "a one-column remote read fetches <= 1.2x the chunk bytes it needs (after the footer "
+        "request; worst column)",
+        fmt_ratio(worst),
+        worst <= 1.2,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -176,164 +455,19 @@ def main(argv: list[str] | None = None) -> int:
         assert df.count() == args.rows
         print(
             f"Input: {args.rows:,} rows, {fmt_bytes(arrow_size)} bytes of Arrow buffers, "
-            f"cached in {args.partitions} Spark partitions (pyspark {pyspark.__version__}; "
-            f"set up in {time.perf_counter() - started:.1f} s, not timed).\n"
+            f"cached in {args.partitions} Spark partitions ({fmt_bytes(cached_size(spark))} "
+            f"bytes in memory); pyspark {pyspark.__version__}; set up in "
+            f"{time.perf_counter() - started:.1f} s, not timed.\n"
         )
-        verdicts: list[str] = []
         try:
-            writes = run_writes(spark, df, workdir, args)
-            verdicts += writes.pop("verdicts")
-            reads = run_reads(spark, writes, args.rows, qty_sum, args.repeat)
-            verdicts += reads
+            tables, write_verdict = run_writes(df, workdir, args.rows, args.repeat)
+            read_verdict = run_reads(spark, tables, args.rows, qty_sum, args.repeat)
         finally:
             df.unpersist()
             spark.stop()
+        remote_verdict = run_remote(tables["executor mode"])
         print(f"- total run time {report.seconds():.0f} s\n")
-        return report.finish(verdicts)
-
-
-def run_writes(spark: Any, df: Any, workdir: Path, args: Any) -> dict[str, Any]:
-    """Section 1. Returns the directories of the last run of each writer and the verdicts."""
-    out = workdir / "writes"
-    out.mkdir()
-    last: dict[str, Path] = {}
-
-    def target(name: str, index: int) -> Path:
-        path = out / f"{name}-{index}"
-        previous = last.get(name)
-        if previous is not None:
-            shutil.rmtree(previous)  # keep one copy per writer on disk
-        last[name] = path
-        return path
-
-    def driver(index: int) -> None:
-        sink = foreach_batch_sink(target("driver", index), app_id="bench", **TABLE_OPTIONS)
-        sink(df, 0)
-
-    def spark_parquet(index: int) -> None:
-        df.write.parquet(str(target("parquet", index)))
-
-    def spark_parquet_zstd(index: int) -> None:
-        df.write.option("compression", "zstd").parquet(str(target("parquet-zstd", index)))
-
-    runs: dict[str, Callable[[int], object]] = {
-        "driver mode (foreach_batch_sink, toArrow)": driver,
-        "df.write.parquet (snappy, default)": spark_parquet,
-        "df.write.parquet (zstd)": spark_parquet_zstd,
-    }
-    load_before = load_average()
-    best = round_robin(runs, args.repeat, lambda: None)
-    peer = best["df.write.parquet (snappy, default)"]
-    directories = dict(
-        zip(runs, (last["driver"], last["parquet"], last["parquet-zstd"]), strict=True)
-    )
-    rows = []
-    for name, seconds in best.items():
-        directory = directories[name]
-        num_files = (
-            len(data_files(directory))
-            if (directory / "_txn").exists()
-            else len(spark_parquet_files(directory))
-        )
-        rows.append(
-            [
-                name,
-                f"{seconds:.2f}",
-                f"{args.rows / seconds:,.0f}",
-                fmt_ratio(peer / seconds),
-                fmt_bytes(tree_size(directory)),
-                num_files,
-            ]
-        )
-    print(f"## 1. Writes ({args.rows:,} rows, round-robin, best of {args.repeat})\n")
-    print(f"- load average before: {load_before}; after: {load_average()}\n")
-    print(
-        markdown_table(
-            ["writer", "seconds", "rows/s", "rows/s vs df.write.parquet", "bytes", "files"],
-            rows,
-        )
-    )
-    print()
-    return {
-        "tables": {
-            "driver mode": last["driver"],
-        },
-        "parquet": last["parquet"],
-        "verdicts": [],
-    }
-
-
-def run_reads(
-    spark: Any, writes: dict[str, Any], num_rows: int, qty_sum: int, repeat: int
-) -> list[str]:
-    """Section 2: each table by the data source and by spark.read.parquet of its files.
-
-    Returns:
-        The verdict on the data source's read speed.
-    """
-    from pyspark.sql import functions as sf
-
-    def full_scan(frame: Any) -> None:
-        frame.write.format("noop").mode("overwrite").save()
-
-    rows = []
-    ratios = []
-    load_before = load_average()
-    for label, table in writes["tables"].items():
-        files = data_files(table)
-        source = spark.read.format("streamwrite").load(str(table))
-        parquet = spark.read.parquet(*files)
-        for frame in (source, parquet):  # checked, not timed
-            check = frame.agg(sf.count("*"), sf.sum("qty")).collect()[0]
-            assert (check[0], check[1]) == (num_rows, qty_sum), (label, check)
-        best = round_robin(
-            {
-                "source": lambda _, t=str(table): full_scan(
-                    spark.read.format("streamwrite").load(t)
-                ),
-                "parquet": lambda _, f=tuple(files): full_scan(spark.read.parquet(*f)),
-            },
-            repeat,
-            lambda: None,
-        )
-        ratio = best["parquet"] / best["source"]
-        ratios.append(ratio)
-        rows.append(
-            [
-                label,
-                len(files),
-                f"{best['source']:.2f}",
-                f"{num_rows / best['source']:,.0f}",
-                f"{best['parquet']:.2f}",
-                f"{num_rows / best['parquet']:,.0f}",
-                fmt_ratio(ratio),
-            ]
-        )
-    print(f"## 2. Reads (full scan, noop sink, round-robin, best of {repeat})\n")
-    print(f"- load average before: {load_before}; after: {load_average()}\n")
-    print(
-        markdown_table(
-            [
-                "table written by",
-                "segments",
-                'format("streamwrite") s',
-                "rows/s",
-                "spark.read.parquet s",
-                "rows/s",
-                "source vs parquet rows/s",
-            ],
-            rows,
-        )
-    )
-    print()
-    worst = min(ratios)
-    return [
-        verdict(
-            "data source reads >= 0.5x spark.read.parquet of the same files (worst table)",
-            fmt_ratio(worst),
-            worst >= 0.5,
-        )
-    ]
+        return report.finish([write_verdict, read_verdict, remote_verdict])
 
 
 if __name__ == "__main__":

@@ -101,10 +101,11 @@ def test_bench_spark_quick_run_writes_its_report_as_json(tmp_path: Path) -> None
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.startswith("# streamwrite spark benchmark\n\n- command: `")
-    assert "## 1. Writes" in proc.stdout and "## 2. Reads" in proc.stdout
+    for section in ("## 1. Writes", "## 2. Reads", "## 3. Remote read bytes", "## Targets"):
+        assert section in proc.stdout, section
     document = json.loads(out.read_text())
     assert document["benchmark"] == "spark"
     assert document["markdown"] == proc.stdout
     assert document["arguments"]["rows"] == 3000
-    assert [t.rsplit(" -> ", 1)[1] in ("PASS", "FAIL") for t in document["targets"]] == [True]
+    assert [t.rsplit(" -> ", 1)[1] in ("PASS", "FAIL") for t in document["targets"]] == [True] * 3
     assert list(tmp_path.iterdir()) == [out]  # the temporary work directory is gone
