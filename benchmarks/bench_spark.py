@@ -48,7 +48,10 @@ Run from the repository root::
 
 from __future__ import annotations
 
+import cProfile
+import io
 import os
+import pstats
 import shutil
 import sys
 import time
@@ -419,6 +422,91 @@ def run_remote(table: Path) -> str:
     )
 
 
+def print_stats(stats: pstats.Stats, top: int) -> None:
+    """The ``top`` functions of ``stats`` by own time, as a code block."""
+    buffer = io.StringIO()
+    stats.stream = buffer  # type: ignore[attr-defined]
+    stats.strip_dirs().sort_stats("tottime").print_stats(top)
+    lines = [
+        line
+        for line in buffer.getvalue().splitlines()
+        if line.strip() and not line.rstrip().endswith(".pstats")  # the dump files' names
+    ]
+    print("```\n" + "\n".join(lines) + "\n```\n")
+
+
+def run_profiles(spark: Any, df: Any, tables: dict[str, Path], workdir: Path, top: int) -> None:
+    """Section 4 (``--profile``): where the time of each streamwrite path goes, one extra run
+    each, not part of the timings above."""
+    from streamwrite.spark.datasource import _Source as DefaultSource
+
+    print(f"## 4. Where the time goes (--profile {top}: one extra run of each, profiled)\n")
+    print(f"- load average: {load_average()}\n")
+    num_cores = spark.sparkContext.defaultParallelism
+
+    # executor mode: Spark's own profiler of the mapInArrow tasks (cProfile in each worker)
+    spark.profile.clear()
+    spark.conf.set("spark.sql.pyspark.udf.profiler", "perf")
+    try:
+        started = time.perf_counter()
+        streamwrite.spark.write(
+            df, workdir / "profiled", app_id=APP_ID, batch_id=0, **TABLE_OPTIONS
+        )
+        wall = time.perf_counter() - started
+    finally:
+        spark.conf.unset("spark.sql.pyspark.udf.profiler")
+    dump = workdir / "profiles"
+    spark.profile.dump(str(dump), type="perf")
+    stats = pstats.Stats(*(str(p) for p in sorted(dump.glob("*.pstats"))))
+    python_seconds = stats.total_tt  # type: ignore[attr-defined]
+    print(
+        f"### Executor-mode write: {wall:.2f} s wall (profiled); the mapInArrow tasks spent "
+        f"{python_seconds:.2f} s in Python, {python_seconds / (num_cores * wall):.0%} of "
+        f"{num_cores} cores x wall\n"
+    )
+    print_stats(stats, top)
+    shutil.rmtree(workdir / "profiled")
+
+    # driver mode: toArrow alone, then the whole sink call
+    started = time.perf_counter()
+    batch = df.toArrow()
+    to_arrow = time.perf_counter() - started
+    del batch
+    sink = streamwrite.spark.foreach_batch_sink(
+        workdir / "profiled", app_id=APP_ID, **TABLE_OPTIONS
+    )
+    profiler = cProfile.Profile()
+    started = time.perf_counter()
+    profiler.runcall(sink, df, 0)
+    whole = time.perf_counter() - started
+    print(
+        f"### Driver-mode write: {whole:.2f} s (profiled): df.toArrow() alone {to_arrow:.2f} s, "
+        "the rest is the table append on the driver (the profile covers the calling thread "
+        "only)\n"
+    )
+    print_stats(pstats.Stats(profiler), top)
+    shutil.rmtree(workdir / "profiled")
+
+    # data source: the worker's code (partitions, then read each) in this process
+    for label, table in tables.items():
+        source = DefaultSource({"path": str(table)})
+        reader = source.reader(source.schema())
+        profiler = cProfile.Profile()
+        started = time.perf_counter()
+        profiler.enable()
+        num_rows = sum(
+            batch.num_rows for part in reader.partitions() for batch in reader.read(part)
+        )
+        profiler.disable()
+        seconds = time.perf_counter() - started
+        print(
+            f"### Data source read of the {label} table, in one process: {seconds:.2f} s for "
+            f"{num_rows:,} rows (the Python workers' code: partitions, then every read; "
+            "without the Arrow transfer to the JVM)\n"
+        )
+        print_stats(pstats.Stats(profiler), top)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = bench_parser(__doc__, quick_help="smoke run: at most 20,000 rows, one repeat")
     parser.add_argument("--rows", type=int, default=10_000_000, help="rows of the DataFrame")
@@ -427,6 +515,13 @@ def main(argv: list[str] | None = None) -> int:
         "--partitions", type=int, default=4, help="Spark partitions of the input (default 4)"
     )
     parser.add_argument("--driver-memory", default="4g", help="spark.driver.memory (default 4g)")
+    parser.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="TOP",
+        help="also profile one extra run of each streamwrite path (section 4), TOP functions",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.rows, args.repeat = min(args.rows, 20_000), 1
@@ -462,6 +557,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             tables, write_verdict = run_writes(df, workdir, args.rows, args.repeat)
             read_verdict = run_reads(spark, tables, args.rows, qty_sum, args.repeat)
+            if args.profile:
+                run_profiles(spark, df, tables, workdir, args.profile)
         finally:
             df.unpersist()
             spark.stop()
