@@ -325,7 +325,12 @@ class ObjectStore:
             StreamwriteIOError: no such object (``errno`` ``ENOENT``), or the request failed.
         """
         path = self.full_path(key)
-        data = self._call("read", key, lambda: self.fs.cat_file(path))
+
+        def cat() -> Any:
+            self.fs.invalidate_cache(path)  # a listing cached before it was put hides it
+            return self.fs.cat_file(path)
+
+        data = self._call("read", key, cat)
         self.stats.record(len(data))
         return bytes(data)
 
@@ -410,6 +415,8 @@ class ObjectStore:
         def find() -> list[str]:
             fs = self.fs
             fs.invalidate_cache(base)
+            for cached in [p for p in fs.dircache if str(p).startswith(base + "/")]:
+                fs.dircache.pop(cached, None)  # find() keeps stale listings of subdirectories
             try:
                 found = fs.find(base)
             except FileNotFoundError:

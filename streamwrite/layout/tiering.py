@@ -36,6 +36,14 @@ One move, in order (:data:`MOVE_STEPS`; each a kill point of the crash tests)::
               snapshot of this process pins it
     done
 
+Ownership: a cold root belongs to one table. Before its first recovery or move a table
+claims the root: it keeps a random owner id in its directory (``_cold_owner``, written
+durably first) and puts ``_owner.json`` (:func:`owner_marker`) at the root with a
+conditional put; a root whose marker names another owner is refused (StateError) before
+anything there is deleted or written, so two tables given the same root by mistake never
+delete or overwrite each other's objects. A table that lost its ``_cold_owner`` adopts the
+marker of the root its ``_txn`` records.
+
 Recovery (:func:`plan_cold_recovery`), given the newest ``_txn`` and a listing of the cold
 root: a segment object that ``_txn`` does not list as cold was uploaded and never published
 (a crash before ``publish``): delete it; the newest log object must describe the current
@@ -55,6 +63,7 @@ This module imports only errors and format: no I/O, no clock (``now`` is an argu
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
@@ -74,15 +83,20 @@ from streamwrite.format.txn import (
 __all__ = [
     "DEFAULT_COLD_AFTER",
     "MOVE_STEPS",
+    "OWNER_FILE",
+    "OWNER_KEY",
     "ColdRecoveryPlan",
     "PartitionFacts",
     "check_log",
+    "check_owner",
     "check_object",
     "cold_paths",
     "due_segments",
     "expired_logs",
     "log_object",
+    "owner_marker",
     "plan_cold_recovery",
+    "read_owner",
     "retired_record",
     "segment_object_path",
     "tiered_record",
@@ -223,6 +237,43 @@ def check_log(url: str, existing: bytes, expected: bytes) -> None:
             f"The log object {url!r} exists with other contents ({len(existing)} bytes, not "
             f"the {len(expected)} of this table's version): another table or writer uses this "
             "cold storage root."
+        )
+
+
+OWNER_KEY = "_owner.json"
+"""The cold root's owner marker (:func:`owner_marker`)."""
+OWNER_FILE = "_cold_owner"
+"""The table's own record of the root it owns and its owner id (:func:`owner_marker`)."""
+
+
+def owner_marker(url: str, owner: str) -> bytes:
+    """The bytes of an owner record: ``{"owner": ID, "url": ROOT}`` (the table's
+    ``_cold_owner`` and the root's ``_owner.json`` hold the same)."""
+    return json.dumps({"owner": owner, "url": url}, sort_keys=True).encode()
+
+
+def read_owner(data: bytes) -> tuple[str, str] | None:
+    """``(url, owner)`` of an owner record, or None when it does not parse."""
+    try:
+        body = json.loads(data)
+        url, owner = body["url"], body["owner"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return (url, owner) if isinstance(url, str) and isinstance(owner, str) else None
+
+
+def check_owner(url: str, marker: bytes, owner: str) -> None:
+    """The root's marker found by a claim must name this table's owner id.
+
+    Raises:
+        StateError: it names another owner (or does not parse).
+    """
+    found = read_owner(marker)
+    if found is None or found[1] != owner:
+        raise StateError(
+            f"The cold storage root {url!r} belongs to another table (its {OWNER_KEY} names "
+            f"owner {None if found is None else found[1]!r}, this table is {owner!r}); give "
+            "each table its own cold_storage prefix. Nothing there was changed."
         )
 
 

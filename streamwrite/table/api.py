@@ -29,6 +29,11 @@ Pipelined and group commits (:mod:`streamwrite.table.pipeline`): every accepted 
 :class:`CommitTicket`; appends that wait together share one commit, and commits keep the order
 of appends.
 
+Cold storage (:mod:`streamwrite.table.tiering`): with ``cold_storage="s3://bucket/prefix"``
+(any fsspec URL) settled segments move to object storage (``await table.tier()``, and in
+the background) and the bucket holds each version that changed what is there
+(``_txn_log/``), so a reader that sees only the bucket reads the table.
+
 Failure rules: if any segment commit or the ``_txn`` publish fails, the table is poisoned
 (every later call raises); reopening rolls segments that are ahead of ``_txn`` back to it and
 deletes segments it never published, so a batch is either in the table once or not at all.

@@ -31,6 +31,7 @@ import contextlib
 import math
 import os
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Protocol
@@ -50,18 +51,25 @@ from streamwrite.format.txn import (
 )
 from streamwrite.io.remote import ObjectStore, open_store
 from streamwrite.io.segments import retire_segments
+from streamwrite.layout.actions import FsyncDirectory, FsyncFile, Rename, WriteFile
 from streamwrite.layout.tiering import (
+    OWNER_FILE,
+    OWNER_KEY,
     PartitionFacts,
     check_log,
     check_object,
+    check_owner,
     cold_paths,
     due_segments,
     expired_logs,
     log_object,
+    owner_marker,
     plan_cold_recovery,
+    read_owner,
     retired_record,
     tiered_record,
 )
+from streamwrite.table.execute import run_file_actions
 
 __all__ = [
     "HASH_CHUNK_SIZE",
@@ -173,6 +181,7 @@ class TableTiering:
             StateError: another table or writer uses the cold root.
         """
         store = self.store
+        await self._claim(table)
         keys = await anyio.to_thread.run_sync(store.list, "")
         versions = _log_versions(keys)
         newest_log = None
@@ -191,6 +200,39 @@ class TableTiering:
         if plan.put_log:
             await self._put_log(table.record)
         self.recovered = True
+
+    async def _claim(self, table: TieringHost) -> None:
+        """Claim the cold root for this table (:mod:`streamwrite.layout.tiering`,
+        ownership): the owner id kept in the table directory, then the root's marker.
+
+        Raises:
+            StateError: the root's marker names another table.
+            StreamwriteIOError: the store or the local file failed.
+        """
+        store = self.store
+        local = table.path / OWNER_FILE
+        found = read_owner(local.read_bytes()) if local.exists() else None
+        if found is not None and found[0] == store.url:
+            owner = found[1]
+        else:
+            owner = uuid.uuid4().hex
+            lost = table.record.cold == store.url  # its own root, its owner file lost
+            if lost and await anyio.to_thread.run_sync(store.size, OWNER_KEY) is not None:
+                data = await anyio.to_thread.run_sync(store.read_all, OWNER_KEY)
+                adopted = read_owner(data)  # adopt the root's marker
+                owner = owner if adopted is None else adopted[1]
+            temporary = f"{OWNER_FILE}.tmp"
+            actions = (
+                WriteFile(temporary, owner_marker(store.url, owner)),
+                FsyncFile(temporary),
+                Rename(temporary, OWNER_FILE),
+                FsyncDirectory("."),
+            )
+            await anyio.to_thread.run_sync(run_file_actions, table.path, actions)
+        marker = owner_marker(store.url, owner)
+        if not await anyio.to_thread.run_sync(store.put_if_absent, OWNER_KEY, marker):
+            existing = await anyio.to_thread.run_sync(store.read_all, OWNER_KEY)
+            check_owner(store.url, existing, owner)
 
     async def _put_log(self, record: TxnRecord) -> None:
         """Put the log object of published ``record`` (conditional put; the same bytes

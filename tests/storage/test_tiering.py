@@ -25,7 +25,7 @@ from streamwrite.format.txn import (
     txn_log_name,
 )
 from streamwrite.io.remote import open_store
-from streamwrite.layout.tiering import MOVE_STEPS
+from streamwrite.layout.tiering import MOVE_STEPS, OWNER_FILE
 from streamwrite.table.api import open_table
 from tests.storage._tiering_support import (
     SCHEMA,
@@ -48,7 +48,7 @@ def _url(bucket: str) -> str:
 
 
 async def _ingest(
-    directory: Path, url: str, options: dict[str, Any], num_batches: int, **extra: Any
+    directory: Path, url: str | None, options: dict[str, Any] | None, num_batches: int, **extra: Any
 ) -> None:
     table = await open_table(
         directory,
@@ -58,8 +58,9 @@ async def _ingest(
         **{**TABLE_OPTIONS, **extra},
     )
     try:
-        for k in range(num_batches):
-            await table.append(make_batch(k * 100, 100))
+        start = table.record.applied.get("t", -1) + 1
+        for k in range(start, start + num_batches):
+            await table.append(make_batch(k * 100, 100), app_id="t", batch_id=k)
             await table.flush()
     finally:
         await table.close()
@@ -441,3 +442,50 @@ def test_public_api_reaches_tiering(
             await table.close()
 
     run(main)
+
+
+def test_two_tables_never_share_a_cold_root(
+    tmp_path: Path, bucket: str, storage_options: dict[str, Any]
+) -> None:
+    url = _url(bucket)
+    store = open_store(url, storage_options)
+    first, second = tmp_path / "first", tmp_path / "second"
+    run(_ingest, first, url, storage_options, 2)
+    assert run(_tier_all, first, url, storage_options)
+    keys = store.list("")
+    objects = {key: store.read_all(key) for key in keys}
+    # a second table given the same root by mistake: refused before anything is touched,
+    # although its segments have the same names (its uploads would replace the first's)
+    run(_ingest, second, None, None, 1)
+    with pytest.raises(StateError, match="belongs to another table"):
+        run(open_table, second, cold_storage=url, storage_options=storage_options, **TABLE_OPTIONS)
+    with pytest.raises(StateError, match="belongs to another table"):
+        run(_ingest, tmp_path / "third", url, storage_options, 1)
+    assert {key: store.read_all(key) for key in store.list("")} == objects
+    assert read_record(second).cold is None
+    # the first table keeps working; one that lost its owner file adopts its own root's marker
+    (first / OWNER_FILE).unlink()
+    run(_ingest, first, url, storage_options, 1)
+    assert run(_tier_all, first, url, storage_options)
+    assert read_rows(first, store).num_rows == 300
+
+
+def test_a_local_directory_as_cold_storage(tmp_path: Path) -> None:
+    root = tmp_path / "cold"
+    table_dir = tmp_path / "table"
+    url = f"file://{root}"
+    store = open_store(url)
+    run(_ingest, table_dir, url, None, 2)
+    reference = read_rows(table_dir, store)
+    moved = run(_tier_all, table_dir, url, {})
+    assert moved
+    record = read_record(table_dir)
+    assert record.cold == url
+    for path in moved:
+        assert (root / path / DATA_FILE).is_file()
+    newest = sorted((root / TXN_LOG_DIR).iterdir())[-1]
+    assert decode_txn_payload(newest.read_bytes()).partitions == record.cold_view().partitions
+    assert read_rows(table_dir, store).equals(reference)
+    # engines listing the root see exactly the cold segments
+    listed = sorted(str(p.relative_to(root)) for p in root.rglob("*.parquet"))
+    assert listed == sorted(f"{path}/{DATA_FILE}" for path in moved)

@@ -19,10 +19,13 @@ from streamwrite.layout.tiering import (
     PartitionFacts,
     check_log,
     check_object,
+    check_owner,
     due_segments,
     expired_logs,
     log_object,
+    owner_marker,
     plan_cold_recovery,
+    read_owner,
     retired_record,
     segment_object_path,
     tiered_record,
@@ -202,3 +205,14 @@ def test_expired_logs_keeps_the_newest_and_waits_the_grace_period() -> None:
     keys, known = expired_logs([8], {}, 200.0, 0.0)
     assert keys == () and known == {}
     assert expired_logs([], {1: 0.0}, 5.0, 0.0) == ((), {})
+
+
+def test_owner_markers() -> None:
+    marker = owner_marker(COLD, "abc")
+    assert read_owner(marker) == (COLD, "abc")
+    check_owner(COLD, marker, "abc")
+    with pytest.raises(StateError, match="belongs to another table"):
+        check_owner(COLD, marker, "xyz")
+    with pytest.raises(StateError, match="belongs to another table"):
+        check_owner(COLD, b"not json", "abc")
+    assert read_owner(b'{"owner": 1, "url": "u"}') is None
