@@ -64,8 +64,8 @@ ENCRYPTED_MAGIC = b"PARE"
 
 @runtime_checkable
 class ByteSource(Protocol):
-    """Random access to a fixed number of bytes held elsewhere (an object in a store:
-    :class:`streamwrite.io.remote.RangeSource`).
+    """Random access to a fixed number of bytes held elsewhere (an object in a store, read by
+    ranges): anything with ``size``, ``read(offset, size)`` and ``close()``.
 
     ``read`` raises :class:`~streamwrite.errors.CorruptFileError` for a range past ``size`` or
     bytes that are missing, :class:`~streamwrite.errors.StreamwriteIOError` when they cannot be
