@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -27,24 +26,7 @@ from streamwrite.spark.tasks import (
     plan_tasks,
     split_bytes,
 )
-
-START_US = 1_795_305_600 * 10**6  # 2026-11-22T00:00:00Z
-MINUTE_US = 60 * 10**6
-SYMBOLS = ["AAPL", "MSFT", "GOOG", "AMZN"]
-
-
-def rows(start: int, num_rows: int) -> pa.Table:
-    """Rows ``start .. start + num_rows - 1`` of the test table: every value follows from the
-    ``id`` (a minute apart: 1,440 ids a day)."""
-    ids = np.arange(start, start + num_rows, dtype=np.int64)
-    return pa.table(
-        {
-            "id": ids,
-            "ts": pa.array(START_US + ids * MINUTE_US, pa.timestamp("us", tz="UTC")),
-            "price": ids * 0.25,
-            "symbol": pa.array(SYMBOLS, pa.string()).take(pa.array(ids % len(SYMBOLS))),
-        }
-    )
+from tests.spark.datasource_writer import rows
 
 
 async def _build(path: Path, num_batches: int, batch_rows: int, **options: Any) -> None:
