@@ -40,9 +40,7 @@ import errno
 import os
 import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 from urllib.parse import quote
 
@@ -50,9 +48,9 @@ import fsspec  # type: ignore[import-untyped]  # fsspec ships no type hints
 from fsspec.utils import get_protocol  # type: ignore[import-untyped]
 
 from streamwrite.errors import ConfigError, CorruptFileError, StreamwriteError, StreamwriteIOError
+from streamwrite.io.range_cache import RANGE_CACHE, ObjectId, RangeCache
 
 __all__ = [
-    "DEFAULT_CACHE_SIZE",
     "DEFAULT_TAIL_SIZE",
     "RANGE_CACHE",
     "FetchStats",
@@ -65,8 +63,6 @@ __all__ = [
 DEFAULT_TAIL_SIZE = 64 * 1024
 """Bytes a :class:`RangeSource` fetches from the end of an object on its first read: the
 footer of most Parquet files fits (one request), a longer one widens it once."""
-DEFAULT_CACHE_SIZE = 64 * 1024 * 1024
-"""Byte budget of the process-wide :data:`RANGE_CACHE`."""
 UPLOAD_BLOCK_SIZE = 8 * 1024 * 1024
 """Bytes :meth:`ObjectStore.put_file` reads from the local file per write."""
 _LOCAL_PROTOCOLS = frozenset({"file", "local"})
@@ -258,8 +254,10 @@ class ObjectStore:
         """The URL of the object ``key`` (how messages name it)."""
         return f"{self.url}/{key}"
 
-    def _call(self, what: str, key: str, call: Callable[[], _T]) -> _T:
-        """Run one filesystem call, its failures as StreamwriteIOError naming the object."""
+    def _call(self, what: str, key: str | None, call: Callable[[], _T]) -> _T:
+        """Run one filesystem call, its failures as StreamwriteIOError naming the object (the
+        store's root for ``key`` None)."""
+        where = self.url if key is None else self.object_url(key)
         try:
             return call()
         except StreamwriteError:
@@ -267,12 +265,10 @@ class ObjectStore:
         except FileNotFoundError as exc:
             raise StreamwriteIOError(
                 errno.ENOENT,
-                f"Cannot {what} {self.object_url(key)}: no such object.",
+                f"Cannot {what} {where}: no such object.",
             ) from exc
         except Exception as exc:  # backends raise their own client errors, not only OSError
-            raise StreamwriteIOError(
-                f"Cannot {what} {self.object_url(key)}: {type(exc).__name__}: {exc}"
-            ) from exc
+            raise StreamwriteIOError(f"Cannot {what} {where}: {type(exc).__name__}: {exc}") from exc
 
     def size(self, key: str) -> int | None:
         """The size in bytes of the object ``key``, or None when there is no such object.
@@ -334,10 +330,18 @@ class ObjectStore:
         self.stats.record(len(data))
         return bytes(data)
 
-    def put_file(self, key: str, local_path: Path, size: int) -> None:
+    def put_file(
+        self,
+        key: str,
+        local_path: str | os.PathLike[str],
+        size: int,
+        *,
+        on_block: Callable[[bytes], None] | None = None,
+    ) -> None:
         """Upload bytes ``[0, size)`` of the local file ``local_path`` as the object ``key``
-        (replacing it). The object appears whole or not at all: S3 completes an upload
-        atomically; a local root writes a temporary file and renames it.
+        (replacing it). The object appears whole or not at all: S3 completes an upload (or
+        aborts a failed one) atomically; a local root writes a temporary file and renames it.
+        ``on_block`` sees each block uploaded, in order (to hash what was read, say).
 
         Raises:
             CorruptFileError: the local file is shorter than ``size``.
@@ -364,6 +368,8 @@ class ObjectStore:
                             f"bytes to upload to {self.object_url(key)}.",
                             size - remaining,
                         )
+                    if on_block is not None:
+                        on_block(block)
                     target.write(block)
                     remaining -= len(block)
 
@@ -372,8 +378,16 @@ class ObjectStore:
             else:
 
                 def upload() -> None:
-                    with self.fs.open(path, "wb") as target:
+                    target = self.fs.open(path, "wb")
+                    try:
                         write(target)
+                    except BaseException:
+                        # closing would complete the upload: abort it instead
+                        with contextlib.suppress(Exception):
+                            target.discard()
+                        target.closed = True
+                        raise
+                    target.close()
                     self.fs.invalidate_cache(path)
 
                 self._call("upload", key, upload)
@@ -428,7 +442,7 @@ class ObjectStore:
                     keys.append(name[len(self._root) + 1 :])
             return sorted(keys)
 
-        return self._call("list", prefix or ".", find)
+        return self._call("list", prefix or None, find)
 
     def delete(self, keys: Sequence[str]) -> None:
         """Delete the objects ``keys``; keys without an object are fine.
@@ -486,111 +500,25 @@ def _local_create(path: str, data: bytes) -> bool:
     return True
 
 
-ObjectId = tuple[str, str, int]
-"""``(root URL, key, object size)``: what the range cache keys an object by."""
-
-
-class RangeCache:
-    """Byte ranges of objects, bounded by ``max_size`` bytes, least recently used evicted
-    first; thread-safe. A range bigger than the whole budget is not kept.
-
-    Args:
-        max_size: the byte budget (0 keeps nothing).
-
-    Raises:
-        ConfigError: a negative or non-integer ``max_size``.
-    """
-
-    def __init__(self, max_size: int = DEFAULT_CACHE_SIZE) -> None:
-        if not isinstance(max_size, int) or isinstance(max_size, bool) or max_size < 0:
-            raise ConfigError(f"A range cache needs a byte budget >= 0, not {max_size!r}.")
-        self.max_size = max_size
-        self._lock = threading.Lock()
-        self._entries: OrderedDict[tuple[ObjectId, int], bytes] = OrderedDict()
-        self._offsets: dict[ObjectId, set[int]] = {}
-        self._size = 0
-        self.num_hits = 0
-        self.num_misses = 0
-        self.num_evictions = 0
-
-    @property
-    def size(self) -> int:
-        """Bytes held now (at most ``max_size``)."""
-        return self._size
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def get(self, object_id: ObjectId, offset: int, size: int) -> tuple[int, bytes] | None:
-        """A cached range of the object covering ``[offset, offset + size)``, as
-        ``(its offset, its bytes)``, or None (counted as a hit or a miss)."""
-        with self._lock:
-            for start in self._offsets.get(object_id, ()):
-                data = self._entries[(object_id, start)]
-                if start <= offset and offset + size <= start + len(data):
-                    self._entries.move_to_end((object_id, start))
-                    self.num_hits += 1
-                    return start, data
-            self.num_misses += 1
-            return None
-
-    def put(self, object_id: ObjectId, offset: int, data: bytes) -> None:
-        """Keep ``data``, the object's bytes at ``offset`` (replacing a range at the same
-        offset), evicting the least recently used ranges beyond the budget."""
-        with self._lock:
-            entry = (object_id, offset)
-            old = self._entries.pop(entry, None)
-            if old is not None:
-                self._size -= len(old)
-                self._offsets[object_id].discard(offset)
-            if len(data) > self.max_size:
-                self._drop_empty(object_id)
-                return
-            self._entries[entry] = data
-            self._offsets.setdefault(object_id, set()).add(offset)
-            self._size += len(data)
-            while self._size > self.max_size:
-                (victim, victim_offset), evicted = self._entries.popitem(last=False)
-                self._size -= len(evicted)
-                self._offsets[victim].discard(victim_offset)
-                self._drop_empty(victim)
-                self.num_evictions += 1
-
-    def _drop_empty(self, object_id: ObjectId) -> None:
-        if not self._offsets.get(object_id, True):
-            del self._offsets[object_id]
-
-    def clear(self) -> None:
-        """Forget every range and reset the counters."""
-        with self._lock:
-            self._entries.clear()
-            self._offsets.clear()
-            self._size = 0
-            self.num_hits = self.num_misses = self.num_evictions = 0
-
-
-RANGE_CACHE = RangeCache()
-"""The process-wide cache every :class:`RangeSource` uses unless given its own."""
-
-
 class RangeSource:
-    """The first ``size`` bytes of one object as a reader's byte source (module docstring:
-    the reading plan); what ``ParquetFile(RangeSource(...))`` reads.
+    """The first ``size`` bytes of one object as a reader's byte source (the reading plan of
+    the module docstring); what ``ParquetFile(RangeSource(...))`` reads. Picklable (the store,
+    the key, the size; the process's :data:`RANGE_CACHE` on the other side).
 
     Args:
         store: the object's store.
         key: the object's key.
         size: its expected size in bytes (a cold segment's committed size).
-        cache: the range cache (default :data:`RANGE_CACHE`).
+        cache: the range cache (default :data:`RANGE_CACHE`, the process's).
         tail_size: bytes fetched from the end on the first read.
 
     Raises:
-        ConfigError: a negative size or a non-positive ``tail_size``.
+        ConfigError: a negative size, a non-positive ``tail_size``, a bad key.
     """
 
     verify_head = False
-    """Readers skip the 4-byte leading magic unless it is already fetched: reading it would
-    cost a request of its own (pyarrow never reads it either); the trailing magic and the
+    """Readers check the 4-byte leading magic only when it is already fetched: reading it
+    would cost a request of its own (pyarrow never reads it); the trailing magic and the
     footer are always checked."""
 
     def __init__(
@@ -604,19 +532,22 @@ class RangeSource:
     ) -> None:
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             raise ConfigError(f"An object size must be an integer >= 0, not {size!r}.")
-        if not isinstance(tail_size, int) or tail_size < 1:
+        if not isinstance(tail_size, int) or isinstance(tail_size, bool) or tail_size < 1:
             raise ConfigError(f"tail_size must be a positive integer, not {tail_size!r}.")
         store.full_path(key)  # checks the key
         self.store = store
         self.key = key
         self.size = size
         self.cache = RANGE_CACHE if cache is None else cache
-        self._tail_size = tail_size
+        self.tail_size = tail_size
         self._id: ObjectId = (store.url, key, size)
         self._lock = threading.Lock()
         self._tail_offset = size
         self._tail = b""
         self._tail_read = False
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_make_range_source, (self.store, self.key, self.size, self.tail_size))
 
     @property
     def url(self) -> str:
@@ -627,14 +558,16 @@ class RangeSource:
         return f"RangeSource({self.url!r}, size={self.size})"
 
     def holds(self, offset: int, size: int) -> bool:
-        """Whether ``[offset, offset + size)`` is already fetched (reading it is free)."""
+        """Whether ``[offset, offset + size)`` is already fetched (reading it costs no
+        request)."""
         with self._lock:
             if self._tail_read and offset >= self._tail_offset:
                 return True
         return self.cache.get(self._id, offset, size) is not None
 
     def read(self, offset: int, size: int) -> memoryview:
-        """Bytes ``[offset, offset + size)`` of the object.
+        """Bytes ``[offset, offset + size)`` of the object, fetched as the module docstring
+        plans.
 
         Raises:
             CorruptFileError: the range runs past ``size``, or the object is shorter than
@@ -644,8 +577,8 @@ class RangeSource:
         """
         if offset < 0 or size < 0 or offset + size > self.size:
             raise CorruptFileError(
-                f"A read of {size} bytes runs past the end of the {self.size}-byte object "
-                f"{self.url}.",
+                f"A read of {size} bytes at {offset} runs past the end of the "
+                f"{self.size}-byte object {self.url}.",
                 offset,
             )
         if size == 0:
@@ -653,8 +586,7 @@ class RangeSource:
         with self._lock:
             if not self._tail_read:
                 self._read_tail()
-            end = offset + size
-            if end > self._tail_offset and offset < self._tail_offset:
+            if offset < self._tail_offset < offset + size:
                 self._widen_tail(offset)
             if offset >= self._tail_offset:
                 start = offset - self._tail_offset
@@ -668,31 +600,33 @@ class RangeSource:
         return memoryview(data)
 
     def _read_tail(self) -> None:
+        """Take the tail from the cache (another reader of the object fetched it), or fetch
+        ``min(size, tail_size)`` bytes from the end in one request."""
         cached = self.cache.get(self._id, self.size - 1, 1) if self.size else None
         if cached is not None:
             self._tail_offset, self._tail = cached
         else:
-            length = min(self.size, self._tail_size)
+            length = min(self.size, self.tail_size)
+            self._tail = self._fetch(self.size - length, length)
             self._tail_offset = self.size - length
-            self._tail = self._fetch(self._tail_offset, length)
-            self.cache.put(self._id, self._tail_offset, self._tail)
+            self.cache.put(self._id, self._tail_offset, self._tail, tail=True)
         self._tail_read = True
 
     def _widen_tail(self, offset: int) -> None:
+        """Fetch ``[offset, tail start)`` and make the tail start at ``offset`` (a footer
+        longer than the first tail)."""
         prefix = self._fetch(offset, self._tail_offset - offset)
+        self.cache.discard(self._id, self._tail_offset)
         self._tail_offset, self._tail = offset, prefix + self._tail
-        self.cache.put(self._id, offset, self._tail)
+        self.cache.put(self._id, offset, self._tail, tail=True)
 
     def _fetch(self, offset: int, size: int) -> bytes:
         """One request for ``[offset, offset + size)``, checked to return every byte."""
-        if size == 0:
-            return b""
         try:
             data = self.store.read_range(self.key, offset, size)
         except StreamwriteIOError as exc:
-            if exc.errno == errno.ENOENT:
-                raise
-            self._check_length(exc)
+            if exc.errno != errno.ENOENT:
+                self._check_length(exc)
             raise
         if len(data) != size:
             self._check_length(None)
@@ -704,19 +638,24 @@ class RangeSource:
         return data
 
     def _check_length(self, cause: BaseException | None) -> None:
-        """Raise CorruptFileError when the object is shorter than :attr:`size`."""
+        """Raise CorruptFileError when the object is shorter than :attr:`size` (what a
+        failed or short range request most likely means)."""
         try:
             actual = self.store.size(self.key)
         except StreamwriteIOError:
-            return
+            return  # the request's own error says more
         if actual is None:
             raise StreamwriteIOError(errno.ENOENT, f"The object {self.url} does not exist.")
         if actual < self.size:
             raise CorruptFileError(
                 f"The object {self.url} has {actual} bytes, fewer than the {self.size} "
-                "expected: it is truncated or not the object recorded.",
+                "expected: it is truncated, or not the object recorded.",
                 actual,
             ) from cause
 
     def close(self) -> None:
-        """Nothing to release (requests hold no connection between reads)."""
+        """Nothing to release: requests hold nothing between reads."""
+
+
+def _make_range_source(store: ObjectStore, key: str, size: int, tail_size: int) -> RangeSource:
+    return RangeSource(store, key, size, tail_size=tail_size)

@@ -46,11 +46,13 @@ marker of the root its ``_txn`` records.
 
 Recovery (:func:`plan_cold_recovery`), given the newest ``_txn`` and a listing of the cold
 root: a segment object that ``_txn`` does not list as cold was uploaded and never published
-(a crash before ``publish``): delete it; the newest log object must describe the current
-cold view (a crash between ``publish`` and ``log``): else put ``txn_log_name(version)`` for
-the current version; a cold segment whose local directory lingers and is not retired is
-retired (a new ``_txn`` version). Local ``data.parquet`` files of retired segments are
-renamed by the table's own recovery (``layout/table_recovery.py``).
+(a crash before ``publish``): delete it, and any other object in a segment directory (the
+temporary file of an upload to a local root cut short); the newest log object must describe
+the current cold view (a crash between ``publish`` and ``log``): else put
+``txn_log_name(version)`` for the current version; a cold segment whose local directory
+lingers and is not retired is retired (a new ``_txn`` version). Local ``data.parquet``
+files of retired segments are renamed by the table's own recovery
+(``layout/table_recovery.py``).
 
 Retention (:func:`expired_logs`): a log object older than the newest is deleted once it was
 superseded ``grace_seconds`` ago (the table's compaction grace period; the newest is always
@@ -277,18 +279,19 @@ def check_owner(url: str, marker: bytes, owner: str) -> None:
         )
 
 
+def _segment_dir_key(key: str) -> list[str] | None:
+    """The parts of a key inside a segment directory (``partition/seg-N/name``), else None."""
+    parts = key.split("/")
+    if len(parts) != 3 or parts[0][:1] in ("", "_", ".") or segment_number(parts[1]) is None:
+        return None
+    return parts
+
+
 def segment_object_path(key: str) -> str | None:
     """The segment path (``partition/segment``) of a segment object key
     (``partition/segment/data.parquet``), or None for any other key."""
-    parts = key.split("/")
-    if (
-        len(parts) != 3
-        or parts[2] != DATA_FILE
-        or parts[0][:1] in ("", "_", ".")
-        or segment_number(parts[1]) is None
-    ):
-        return None
-    return f"{parts[0]}/{parts[1]}"
+    parts = _segment_dir_key(key)
+    return None if parts is None or parts[2] != DATA_FILE else f"{parts[0]}/{parts[1]}"
 
 
 def cold_paths(record: TxnRecord) -> frozenset[str]:
@@ -351,8 +354,11 @@ def plan_cold_recovery(
     """
     keys = tuple(keys)
     cold = cold_paths(record)
-    delete = tuple(
-        key for key in keys if (path := segment_object_path(key)) is not None and path not in cold
+    delete = tuple(  # in a segment directory, anything but a published cold segment's data
+        key
+        for key in keys
+        if (parts := _segment_dir_key(key)) is not None
+        and (parts[2] != DATA_FILE or f"{parts[0]}/{parts[1]}" not in cold)
     )
     retired = {r.path for r in record.retired}
     retire = tuple(sorted(p for p in set(lingering) if p in cold and p not in retired))

@@ -155,9 +155,14 @@ def test_recovery_deletes_unpublished_objects_and_puts_a_missing_log() -> None:
         f"{DAY1}/seg-000000/data.parquet",  # published
         f"{DAY1}/seg-000001/data.parquet",  # uploaded, never published
         "notes.txt",  # not ours: left alone
+        f"{DAY1}/seg-000000/.data.parquet.1234.tmp",  # an upload to a local root cut short
+        "_private/seg-000000/data.parquet",  # not a partition: left alone
     ]
     plan = plan_cold_recovery(tiered, keys, None, [f"{DAY1}/seg-000000", f"{DAY1}/seg-000001"])
-    assert plan.delete_keys == (f"{DAY1}/seg-000001/data.parquet",)
+    assert plan.delete_keys == (
+        f"{DAY1}/seg-000001/data.parquet",
+        f"{DAY1}/seg-000000/.data.parquet.1234.tmp",
+    )
     assert plan.put_log
     assert plan.retire == ()  # seg-000000 lingers but is retired already
 
