@@ -29,6 +29,15 @@ with the table's defaults otherwise (zstd); the reference ticks span one UTC day
    fetches the tail (64 KiB by default: the footer); the target compares what the read fetched
    after that with the chunk bytes that tail did not already hold (on a small segment the tail
    holds whole chunks). Each read is checked equal to the local file's column.
+   Then the whole executor-mode table is tiered to the bucket (``open_table(...,
+   cold_storage="s3://bench/ticks", cold_after=0)`` and ``tier()``) and read by its URL one
+   column at a time, ``streamwrite.read_table(url, columns=[c], storage_options=)`` with the
+   process-wide range cache cleared: bytes fetched against the chunk bytes of every segment,
+   after the newest ``_txn_log`` object and one tail request per segment.
+4. **Where the time goes** (``--profile TOP``, one extra run of each streamwrite path, not
+   timed above): Spark's Python profiler (``spark.sql.pyspark.udf.profiler=perf``) over the
+   executor-mode tasks, ``toArrow()`` against the whole driver-mode call, and the data source's
+   worker code (``partitions()`` then ``read()`` of each) under cProfile in this process.
 
 Spark session: ``local[2]`` as the test fixtures, but ``spark.driver.memory`` = ``--driver-memory``
 (default 4g: in local mode the executors are the driver JVM, which holds the cached input and,
@@ -44,10 +53,12 @@ Run from the repository root::
     .venv/bin/python benchmarks/bench_spark.py                 # 10M rows, best of 2
     .venv/bin/python benchmarks/bench_spark.py --rows 1000000  # development
     .venv/bin/python benchmarks/bench_spark.py --quick         # smoke run (<= 20k rows)
+    .venv/bin/python benchmarks/bench_spark.py --profile 20    # and section 4
 """
 
 from __future__ import annotations
 
+import contextlib
 import cProfile
 import io
 import os
@@ -60,6 +71,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -67,6 +79,7 @@ from _common import (
     MB,
     Report,
     bench_parser,
+    best_of,
     fmt_bytes,
     fmt_ratio,
     load_average,
@@ -76,7 +89,14 @@ from _common import (
 
 import streamwrite
 import streamwrite.spark
-from streamwrite.io.remote import RangeCache, RangeSource, open_store
+from streamwrite.format.txn import TXN_LOG_DIR
+from streamwrite.io.remote import (
+    DEFAULT_TAIL_SIZE,
+    RANGE_CACHE,
+    RangeCache,
+    RangeSource,
+    open_store,
+)
 from streamwrite.testing import reference_table
 from streamwrite.testing.s3 import S3Server
 
@@ -339,8 +359,20 @@ def bytes_below(ranges: list[tuple[int, int]], end: int) -> int:
     return sum(max(0, min(offset + size, end) - offset) for offset, size in ranges)
 
 
-def run_remote(table: Path) -> str:
-    """Section 3: one-column reads of a segment in a moto S3 bucket.
+def run_remote(table: Path) -> list[str]:
+    """Section 3: one-column reads of a segment, then of the whole table, in a moto S3
+    bucket.
+
+    Returns:
+        The verdicts.
+    """
+    with S3Server() as server:
+        server.create_bucket("bench")
+        return [remote_segment(server, table), remote_table(server, table)]
+
+
+def remote_segment(server: S3Server, table: Path) -> str:
+    """Section 3a: one-column reads of the table's biggest segment, uploaded by hand.
 
     Returns:
         The verdict (the worst column).
@@ -351,43 +383,42 @@ def run_remote(table: Path) -> str:
     ranges = chunk_ranges(path)
     rows = []
     worst = 0.0
-    with S3Server() as server:
-        server.create_bucket("bench")
-        store = open_store("s3://bench/cold", server.storage_options)
+    store = open_store("s3://bench/segment", server.storage_options)
+    started = time.perf_counter()
+    store.put_file(key, path, size)
+    upload_seconds = time.perf_counter() - started
+    for column in local.column_names:
+        store.stats.reset()
         started = time.perf_counter()
-        store.put_file(key, path, size)
-        upload_seconds = time.perf_counter() - started
-        for column in local.column_names:
-            store.stats.reset()
-            started = time.perf_counter()
-            source = RangeSource(store, key, size, cache=RangeCache())
-            reader = streamwrite.ParquetFile(source)
-            opening = store.stats.num_bytes  # the footer: one request (two if it is long)
-            got = reader.read([column])
-            seconds = time.perf_counter() - started
-            assert got.column(0).equals(local.column(column)), column
-            num_requests, fetched = store.stats.num_requests, store.stats.num_bytes
-            needed = sum(size for _, size in ranges[column])
-            # the chunk bytes the footer request did not bring along (it fetched the tail)
-            beyond = bytes_below(ranges[column], size - opening)
-            ratio = (fetched - opening) / beyond if beyond else None
-            if ratio is not None:
-                worst = max(worst, ratio)
-            rows.append(
-                [
-                    column,
-                    num_requests,
-                    fmt_bytes(fetched),
-                    fmt_bytes(opening),
-                    fmt_bytes(needed),
-                    fmt_bytes(beyond),
-                    "-" if ratio is None else fmt_ratio(ratio),
-                    fmt_ratio(fetched / needed),
-                    f"{fetched / size:.1%}",
-                    f"{seconds * 1000:.0f}",
-                ]
-            )
-    print("## 3. Remote read bytes (one column of a segment in a moto S3 bucket)\n")
+        source = RangeSource(store, key, size, cache=RangeCache())
+        reader = streamwrite.ParquetFile(source)
+        opening = store.stats.num_bytes  # the footer: one request (two if it is long)
+        got = reader.read([column])
+        seconds = time.perf_counter() - started
+        assert got.column(0).equals(local.column(column)), column
+        num_requests, fetched = store.stats.num_requests, store.stats.num_bytes
+        needed = sum(size for _, size in ranges[column])
+        # the chunk bytes the footer request did not bring along (it fetched the tail)
+        beyond = bytes_below(ranges[column], size - opening)
+        ratio = (fetched - opening) / beyond if beyond else None
+        if ratio is not None:
+            worst = max(worst, ratio)
+        rows.append(
+            [
+                column,
+                num_requests,
+                fmt_bytes(fetched),
+                fmt_bytes(opening),
+                fmt_bytes(needed),
+                fmt_bytes(beyond),
+                "-" if ratio is None else fmt_ratio(ratio),
+                fmt_ratio(fetched / needed),
+                f"{fetched / size:.1%}",
+                f"{seconds * 1000:.0f}",
+            ]
+        )
+    print("## 3. Remote read bytes (moto S3 server on localhost, s3fs)\n")
+    print("### 3a. One column of a segment: ParquetFile(RangeSource(...))\n")
     print(
         f"- object: the executor-mode table's biggest segment, {fmt_bytes(size)} bytes, "
         f"{pq.ParquetFile(path).metadata.num_row_groups} row groups, {local.num_rows:,} rows; "
@@ -422,6 +453,115 @@ def run_remote(table: Path) -> str:
     )
 
 
+async def tier_all(table: Path, url: str, options: dict[str, Any]) -> list[str]:
+    """Move every segment of ``table`` to the cold root ``url`` now (``cold_after=0``).
+
+    Returns:
+        The segments moved.
+    """
+    opened = await streamwrite.open_table(
+        table, cold_storage=url, storage_options=options, cold_after=0.0
+    )
+    try:
+        moved: list[str] = await opened.tier()
+    finally:
+        await opened.close()
+    return moved
+
+
+def remote_table(server: S3Server, table: Path) -> str:
+    """Section 3b: the executor-mode table tiered to the bucket, then read by its URL one
+    column at a time (``streamwrite.read_table(url, columns=[c], storage_options=)``).
+
+    Returns:
+        The verdict (the worst column).
+    """
+    url, options = "s3://bench/ticks", server.storage_options
+    segments = table_segments(table)
+    per_column: dict[str, list[tuple[list[tuple[int, int]], int]]] = {}
+    for path, size in segments:
+        for column, ranges in chunk_ranges(path).items():
+            per_column.setdefault(column, []).append((ranges, size))
+    local_seconds: dict[str, float] = {}
+    local: dict[str, pa.ChunkedArray] = {}
+    for column in per_column:
+        started = time.perf_counter()
+        local[column] = streamwrite.read_table(table, columns=[column]).column(0)
+        local_seconds[column] = time.perf_counter() - started
+    started = time.perf_counter()
+    moved = anyio.run(tier_all, table, url, options)
+    tier_seconds = time.perf_counter() - started
+    assert len(moved) == len(segments), moved
+    store = open_store(url, options)
+    logs = store.list(TXN_LOG_DIR)
+    log_size = store.size(logs[-1]) or 0
+    tails = [min(size, DEFAULT_TAIL_SIZE) for _, size in segments]
+    rows = []
+    worst = 0.0
+    for column, chunks in per_column.items():
+        RANGE_CACHE.clear()
+        store.stats.reset()
+        started = time.perf_counter()
+        got = streamwrite.read_table(url, columns=[column], storage_options=options)
+        seconds = time.perf_counter() - started
+        assert got.column(0).equals(local[column]), column
+        num_requests, fetched = store.stats.num_requests, store.stats.num_bytes
+        needed = sum(size for ranges, _ in chunks for _, size in ranges)
+        metadata = log_size + sum(tails)
+        beyond = sum(
+            bytes_below(ranges, size - tail)
+            for (ranges, size), tail in zip(chunks, tails, strict=True)
+        )
+        ratio = (fetched - metadata) / beyond
+        worst = max(worst, ratio)
+        rows.append(
+            [
+                column,
+                num_requests,
+                fmt_bytes(fetched),
+                fmt_bytes(needed),
+                fmt_ratio(ratio),
+                fmt_ratio(fetched / needed),
+                f"{seconds * 1000:.0f}",
+                f"{local_seconds[column] * 1000:.0f}",
+            ]
+        )
+    total_size = sum(size for _, size in segments)
+    print("### 3b. One column of the whole table by its URL: read_table(url, columns=[c])\n")
+    print(
+        f"- the executor-mode table ({len(segments)} segments, {fmt_bytes(total_size)} bytes) "
+        f"tiered by open_table(cold_storage={url!r}, cold_after=0) and tier(): "
+        f"{tier_seconds:.2f} s (upload, read back for the XXH64, publish)"
+    )
+    print(
+        f"- each read: the range cache cleared, FetchStats reset; expected metadata = the "
+        f"newest _txn_log object ({fmt_bytes(log_size)} bytes) + each segment's first request "
+        f"(its tail, {fmt_bytes(sum(tails))} bytes in all); load average {load_average()}\n"
+    )
+    print(
+        markdown_table(
+            [
+                "column",
+                "GETs",
+                "bytes fetched",
+                "chunk bytes needed",
+                "fetched - metadata vs needed beyond the tails",
+                "all fetched vs needed",
+                "ms (URL)",
+                "ms (local, before tiering)",
+            ],
+            rows,
+        )
+    )
+    print()
+    return verdict(
+        "read_table(url, columns=[one]) fetches <= 1.2x the chunk bytes it needs (after the "
+        "log object and the footers; worst column)",
+        fmt_ratio(worst),
+        worst <= 1.2,
+    )
+
+
 def print_stats(stats: pstats.Stats, top: int) -> None:
     """The ``top`` functions of ``stats`` by own time, as a code block."""
     buffer = io.StringIO()
@@ -438,7 +578,7 @@ def print_stats(stats: pstats.Stats, top: int) -> None:
 def run_profiles(spark: Any, df: Any, tables: dict[str, Path], workdir: Path, top: int) -> None:
     """Section 4 (``--profile``): where the time of each streamwrite path goes, one extra run
     each, not part of the timings above."""
-    from streamwrite.spark.datasource import _Source as DefaultSource
+    from pyspark_streamwrite import DefaultSource
 
     print(f"## 4. Where the time goes (--profile {top}: one extra run of each, profiled)\n")
     print(f"- load average: {load_average()}\n")
@@ -468,10 +608,7 @@ def run_profiles(spark: Any, df: Any, tables: dict[str, Path], workdir: Path, to
     shutil.rmtree(workdir / "profiled")
 
     # driver mode: toArrow alone, then the whole sink call
-    started = time.perf_counter()
-    batch = df.toArrow()
-    to_arrow = time.perf_counter() - started
-    del batch
+    to_arrow, _ = best_of(lambda: df.toArrow().num_rows, 2)
     sink = streamwrite.spark.foreach_batch_sink(
         workdir / "profiled", app_id=APP_ID, **TABLE_OPTIONS
     )
@@ -480,7 +617,8 @@ def run_profiles(spark: Any, df: Any, tables: dict[str, Path], workdir: Path, to
     profiler.runcall(sink, df, 0)
     whole = time.perf_counter() - started
     print(
-        f"### Driver-mode write: {whole:.2f} s (profiled): df.toArrow() alone {to_arrow:.2f} s, "
+        f"### Driver-mode write: {whole:.2f} s (profiled): df.toArrow() alone {to_arrow:.2f} s "
+        "(best of 2), "
         "the rest is the table append on the driver (the profile covers the calling thread "
         "only)\n"
     )
@@ -557,14 +695,17 @@ def main(argv: list[str] | None = None) -> int:
         try:
             tables, write_verdict = run_writes(df, workdir, args.rows, args.repeat)
             read_verdict = run_reads(spark, tables, args.rows, qty_sum, args.repeat)
+            profiles = io.StringIO()  # section 4, printed after section 3 (which tiers a table)
             if args.profile:
-                run_profiles(spark, df, tables, workdir, args.profile)
+                with contextlib.redirect_stdout(profiles):
+                    run_profiles(spark, df, tables, workdir, args.profile)
         finally:
             df.unpersist()
             spark.stop()
-        remote_verdict = run_remote(tables["executor mode"])
+        remote_verdicts = run_remote(tables["executor mode"])
+        print(profiles.getvalue(), end="")
         print(f"- total run time {report.seconds():.0f} s\n")
-        return report.finish([write_verdict, read_verdict, remote_verdict])
+        return report.finish([write_verdict, read_verdict, *remote_verdicts])
 
 
 if __name__ == "__main__":
