@@ -189,11 +189,14 @@ class Writer:
     last: Path | None = None
 
 
-def run_writes(df: Any, workdir: Path, num_rows: int, repeat: int) -> tuple[dict[str, Path], str]:
+def run_writes(
+    df: Any, workdir: Path, num_rows: int, repeat: int, data: dict[str, Any]
+) -> tuple[dict[str, Path], str]:
     """Section 1.
 
     Returns:
-        The directory of each streamwrite writer's last run (by label), and the verdict.
+        The directory of each streamwrite writer's last run (by label), and the verdict;
+        ``data["write_seconds"]`` gets the best seconds of each writer.
     """
 
     def executors(frame: Any, path: Path) -> object:
@@ -231,6 +234,7 @@ def run_writes(df: Any, workdir: Path, num_rows: int, repeat: int) -> tuple[dict
     load_before = load_average()
     best = round_robin({w.label: (lambda index, w=w: run(w, index)) for w in writers}, repeat)
     peer = best[peer_label]
+    data["write_seconds"] = best
     rows = []
     for writer in writers:
         assert writer.last is not None
@@ -265,11 +269,19 @@ def run_writes(df: Any, workdir: Path, num_rows: int, repeat: int) -> tuple[dict
     )
 
 
-def run_reads(spark: Any, tables: dict[str, Path], num_rows: int, qty_sum: int, repeat: int) -> str:
+def run_reads(
+    spark: Any,
+    tables: dict[str, Path],
+    num_rows: int,
+    qty_sum: int,
+    repeat: int,
+    data: dict[str, Any],
+) -> str:
     """Section 2: each table by the data source and by spark.read.parquet of its files.
 
     Returns:
-        The verdict on the data source's read speed (the worst table).
+        The verdict on the data source's read speed (the worst table); ``data["read_seconds"]``
+        gets the best seconds of both readers per table.
     """
     from pyspark.sql import functions as sf
 
@@ -297,6 +309,7 @@ def run_reads(spark: Any, tables: dict[str, Path], num_rows: int, qty_sum: int, 
         )
         ratio = best["parquet"] / best["source"]
         ratios.append(ratio)
+        data.setdefault("read_seconds", {})[label] = best
         rows.append(
             [
                 label,
@@ -359,19 +372,23 @@ def bytes_below(ranges: list[tuple[int, int]], end: int) -> int:
     return sum(max(0, min(offset + size, end) - offset) for offset, size in ranges)
 
 
-def run_remote(table: Path) -> list[str]:
+def run_remote(table: Path, data: dict[str, Any]) -> list[str]:
     """Section 3: one-column reads of a segment, then of the whole table, in a moto S3
     bucket.
 
     Returns:
-        The verdicts.
+        The verdicts; ``data["remote_segment"]`` and ``data["remote_table"]`` get
+        ``{column: [GETs, bytes fetched, chunk bytes needed]}``.
     """
     with S3Server() as server:
         server.create_bucket("bench")
-        return [remote_segment(server, table), remote_table(server, table)]
+        return [
+            remote_segment(server, table, data.setdefault("remote_segment", {})),
+            remote_table(server, table, data.setdefault("remote_table", {})),
+        ]
 
 
-def remote_segment(server: S3Server, table: Path) -> str:
+def remote_segment(server: S3Server, table: Path, data: dict[str, Any]) -> str:
     """Section 3a: one-column reads of the table's biggest segment, uploaded by hand.
 
     Returns:
@@ -401,6 +418,7 @@ def remote_segment(server: S3Server, table: Path) -> str:
         # the chunk bytes the footer request did not bring along (it fetched the tail)
         beyond = bytes_below(ranges[column], size - opening)
         ratio = (fetched - opening) / beyond if beyond else None
+        data[column] = [num_requests, fetched, needed]
         if ratio is not None:
             worst = max(worst, ratio)
         rows.append(
@@ -469,7 +487,7 @@ async def tier_all(table: Path, url: str, options: dict[str, Any]) -> list[str]:
     return moved
 
 
-def remote_table(server: S3Server, table: Path) -> str:
+def remote_table(server: S3Server, table: Path, data: dict[str, Any]) -> str:
     """Section 3b: the executor-mode table tiered to the bucket, then read by its URL one
     column at a time (``streamwrite.read_table(url, columns=[c], storage_options=)``).
 
@@ -512,15 +530,17 @@ def remote_table(server: S3Server, table: Path) -> str:
             bytes_below(ranges, size - tail)
             for (ranges, size), tail in zip(chunks, tails, strict=True)
         )
-        ratio = (fetched - metadata) / beyond
-        worst = max(worst, ratio)
+        ratio = (fetched - metadata) / beyond if beyond else None  # None: tails held all
+        data[column] = [num_requests, fetched, needed]
+        if ratio is not None:
+            worst = max(worst, ratio)
         rows.append(
             [
                 column,
                 num_requests,
                 fmt_bytes(fetched),
                 fmt_bytes(needed),
-                fmt_ratio(ratio),
+                "-" if ratio is None else fmt_ratio(ratio),
                 fmt_ratio(fetched / needed),
                 f"{seconds * 1000:.0f}",
                 f"{local_seconds[column] * 1000:.0f}",
@@ -693,8 +713,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{time.perf_counter() - started:.1f} s, not timed.\n"
         )
         try:
-            tables, write_verdict = run_writes(df, workdir, args.rows, args.repeat)
-            read_verdict = run_reads(spark, tables, args.rows, qty_sum, args.repeat)
+            tables, write_verdict = run_writes(df, workdir, args.rows, args.repeat, report.data)
+            read_verdict = run_reads(spark, tables, args.rows, qty_sum, args.repeat, report.data)
             profiles = io.StringIO()  # section 4, printed after section 3 (which tiers a table)
             if args.profile:
                 with contextlib.redirect_stdout(profiles):
@@ -702,7 +722,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             df.unpersist()
             spark.stop()
-        remote_verdicts = run_remote(tables["executor mode"])
+        remote_verdicts = run_remote(tables["executor mode"], report.data)
         print(profiles.getvalue(), end="")
         print(f"- total run time {report.seconds():.0f} s\n")
         return report.finish([write_verdict, read_verdict, *remote_verdicts])

@@ -89,6 +89,8 @@ def test_bench_spark_quick_run_writes_its_report_as_json(tmp_path: Path) -> None
             "3000",
             "--driver-memory",
             "1g",
+            "--profile",
+            "3",
             "--workdir",
             str(tmp_path),
             "--json",
@@ -101,11 +103,16 @@ def test_bench_spark_quick_run_writes_its_report_as_json(tmp_path: Path) -> None
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.startswith("# streamwrite spark benchmark\n\n- command: `")
-    for section in ("## 1. Writes", "## 2. Reads", "## 3. Remote read bytes", "## Targets"):
+    sections = ["## 1. Writes", "## 2. Reads", "## 3. Remote read bytes", "### 3b.", "## 4. Where"]
+    for section in [*sections, "## Targets"]:
         assert section in proc.stdout, section
     document = json.loads(out.read_text())
     assert document["benchmark"] == "spark"
     assert document["markdown"] == proc.stdout
     assert document["arguments"]["rows"] == 3000
-    assert [t.rsplit(" -> ", 1)[1] in ("PASS", "FAIL") for t in document["targets"]] == [True] * 3
+    assert [t.rsplit(" -> ", 1)[1] in ("PASS", "FAIL") for t in document["targets"]] == [True] * 4
+    assert len(document["data"]["write_seconds"]) == 4
+    assert set(document["data"]["read_seconds"]) == {"executor mode", "driver mode"}
+    for section in ("remote_segment", "remote_table"):
+        assert len(document["data"][section]) == 7  # every column of the reference table
     assert list(tmp_path.iterdir()) == [out]  # the temporary work directory is gone
