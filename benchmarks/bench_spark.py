@@ -13,13 +13,18 @@ with the table's defaults otherwise (zstd); the reference ticks span one UTC day
    ``foreach_batch_sink`` called with the DataFrame and a batch id: ``toArrow()`` on the driver,
    then one table append there), and Spark's own ``df.write.parquet`` with its default codec
    (snappy: the target's peer) and with zstd (the table's codec), rows/s and their ratio to
-   ``df.write.parquet``.
+   ``df.write.parquet``. Every timed run also counts the CPU seconds (user + system, from
+   ``/proc/PID/stat``) of the processes it ran in: the Spark JVM (tasks, JIT and GC threads),
+   the Python workers Spark forks, and this driver process; the best run's are shown, with
+   the peer's CPU total over each one's (a CPU-time ratio: on a shared, loaded machine the
+   wall-clock ratio also measures who got the cores).
 2. **Reads**: each table the streamwrite writers made, read in full by
    ``spark.read.format("streamwrite")`` and by ``spark.read.parquet`` of the same
    ``data.parquet`` files; the action is the same for both,
    ``df.write.format("noop").mode("overwrite").save()`` (every column of every row reaches the
-   JVM's rows; nothing is written). Round-robin, best of ``--repeat``; the row count and
-   ``sum(qty)`` each reader gives are checked equal to the input's first (not timed).
+   JVM's rows; nothing is written). Round-robin, best of ``--repeat``, with CPU seconds as
+   above and the number of Spark tasks each reader plans; the row count and ``sum(qty)`` each
+   reader gives are checked equal to the input's first (not timed).
 3. **Remote read bytes**: the biggest segment of the executor-mode table uploaded to a moto S3
    server on localhost (``streamwrite.testing.s3.S3Server``, HTTP, s3fs), then per column a
    one-column read, ``ParquetFile(RangeSource(store, key, size)).read([column])`` with an empty
@@ -164,19 +169,84 @@ def table_segments(table: Path) -> list[tuple[Path, int]]:
     return list(zip(snapshot.data_files(), sizes, strict=True))
 
 
-def round_robin(runs: dict[str, Callable[[int], object]], repeat: int) -> dict[str, float]:
+CPU_KINDS = ("JVM", "Python workers", "driver Python")
+"""Where the CPU time of a run goes: the Spark JVM (its tasks, Spark's own writer and reader),
+the Python workers it forks (mapInArrow, the data source's reads), this process."""
+
+
+def tree_cpu() -> dict[int, tuple[str, float]]:
+    """CPU seconds (user + system, with those of reaped children) of this process and of
+    every process under it, by pid, with its kind (:data:`CPU_KINDS`)."""
+    me = os.getpid()
+    parents: dict[int, int] = {}
+    seconds: dict[int, tuple[str, float]] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", encoding="ascii", errors="replace") as f:
+                text = f.read()
+        except OSError:
+            continue
+        name = text[text.index("(") + 1 : text.rindex(")")]
+        fields = text[text.rindex(")") + 2 :].split()  # fields[0] is stat field 3 (state)
+        pid = int(entry.name)
+        parents[pid] = int(fields[1])
+        kind = "driver Python" if pid == me else "JVM" if name == "java" else "Python workers"
+        seconds[pid] = (kind, sum(int(x) for x in fields[11:15]) / tick)
+    tree = {me}
+    grew = True
+    while grew:
+        found = {pid for pid, parent in parents.items() if parent in tree} - tree
+        grew = bool(found)
+        tree |= found
+    return {pid: seconds[pid] for pid in tree if pid in seconds}
+
+
+def cpu_delta(
+    before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]
+) -> dict[str, float]:
+    """CPU seconds spent between two :func:`tree_cpu` snapshots, by kind."""
+    spent = dict.fromkeys(CPU_KINDS, 0.0)
+    for pid, (kind, total) in after.items():
+        spent[kind] += total - before.get(pid, (kind, 0.0))[1]
+    return spent
+
+
+def round_robin(
+    runs: dict[str, Callable[[int], object]], repeat: int
+) -> dict[str, tuple[float, dict[str, float]]]:
     """Call each of ``runs`` (with the round's index) once per round, ``repeat`` rounds.
 
     Returns:
-        The best wall-clock seconds of each.
+        The best wall-clock seconds of each, with the CPU seconds of that run by kind
+        (:func:`cpu_delta`).
     """
-    best = dict.fromkeys(runs, float("inf"))
+    best: dict[str, tuple[float, dict[str, float]]] = {}
     for index in range(max(1, repeat)):
         for name, run in runs.items():
+            before = tree_cpu()
             started = time.perf_counter()
             run(index)
-            best[name] = min(best[name], time.perf_counter() - started)
+            seconds = time.perf_counter() - started
+            if name not in best or seconds < best[name][0]:
+                best[name] = (seconds, cpu_delta(before, tree_cpu()))
     return best
+
+
+def cpu_cells(cpu: dict[str, float], peer: dict[str, float]) -> list[str]:
+    """The CPU columns of a table row: seconds by kind, in all, and the peer's total over
+    this one's (the CPU-time ratio: on a loaded machine steadier than wall-clock ratios)."""
+    total = sum(cpu.values())
+    return [
+        *(f"{cpu[kind]:.1f}" for kind in CPU_KINDS),
+        f"{total:.1f}",
+        fmt_ratio(sum(peer.values()) / total) if total else "-",
+    ]
+
+
+CPU_HEADERS = [*(f"CPU s {kind}" for kind in CPU_KINDS), "CPU s all", "CPU vs peer"]
 
 
 @dataclass
@@ -232,13 +302,15 @@ def run_writes(
         writer.write(df, writer.last)
 
     load_before = load_average()
-    best = round_robin({w.label: (lambda index, w=w: run(w, index)) for w in writers}, repeat)
+    timed = round_robin({w.label: (lambda index, w=w: run(w, index)) for w in writers}, repeat)
+    best = {label: seconds for label, (seconds, _) in timed.items()}
     peer = best[peer_label]
     data["write_seconds"] = best
+    data["write_cpu_seconds"] = {label: cpu for label, (_, cpu) in timed.items()}
     rows = []
     for writer in writers:
         assert writer.last is not None
-        seconds = best[writer.label]
+        seconds, cpu = timed[writer.label]
         if writer.is_table:
             num_files = len(table_segments(writer.last))
         else:
@@ -251,13 +323,22 @@ def run_writes(
                 fmt_ratio(peer / seconds),
                 fmt_bytes(tree_size(writer.last)),
                 num_files,
+                *cpu_cells(cpu, timed[peer_label][1]),
             ]
         )
     print(f"## 1. Writes ({num_rows:,} rows, round-robin, best of {repeat})\n")
     print(f"- load average before: {load_before}; after: {load_average()}\n")
     print(
         markdown_table(
-            ["writer", "seconds", "rows/s", "rows/s vs df.write.parquet", "bytes", "files"],
+            [
+                "writer",
+                "seconds",
+                "rows/s",
+                "rows/s vs df.write.parquet",
+                "bytes",
+                "files",
+                *CPU_HEADERS,
+            ],
             rows,
         )
     )
@@ -295,32 +376,38 @@ def run_reads(
         files = tuple(str(path) for path, _ in table_segments(table))
         source = spark.read.format("streamwrite").load(str(table))
         parquet = spark.read.parquet(*files)
-        for frame in (source, parquet):  # checked, not timed
-            check = frame.agg(sf.count("*"), sf.sum("qty")).collect()[0]
-            assert (check[0], check[1]) == (num_rows, qty_sum), (label, check)
-        best = round_robin(
+        tasks = {}
+        for reader, frame in (('format("streamwrite")', source), ("spark.read.parquet", parquet)):
+            check = frame.agg(sf.count("*"), sf.sum("qty")).collect()[0]  # checked, not timed
+            assert (check[0], check[1]) == (num_rows, qty_sum), (label, reader, check)
+            tasks[reader] = frame.rdd.getNumPartitions()
+        timed = round_robin(
             {
-                "source": lambda _, t=str(table): full_scan(
+                'format("streamwrite")': lambda _, t=str(table): full_scan(
                     spark.read.format("streamwrite").load(t)
                 ),
-                "parquet": lambda _, f=files: full_scan(spark.read.parquet(*f)),
+                "spark.read.parquet": lambda _, f=files: full_scan(spark.read.parquet(*f)),
             },
             repeat,
         )
-        ratio = best["parquet"] / best["source"]
+        best = {reader: seconds for reader, (seconds, _) in timed.items()}
+        ratio = best["spark.read.parquet"] / best['format("streamwrite")']
         ratios.append(ratio)
         data.setdefault("read_seconds", {})[label] = best
-        rows.append(
-            [
-                label,
-                len(files),
-                f"{best['source']:.2f}",
-                f"{num_rows / best['source']:,.0f}",
-                f"{best['parquet']:.2f}",
-                f"{num_rows / best['parquet']:,.0f}",
-                fmt_ratio(ratio),
-            ]
-        )
+        data.setdefault("read_cpu_seconds", {})[label] = {r: c for r, (_, c) in timed.items()}
+        for reader, (seconds, cpu) in timed.items():
+            rows.append(
+                [
+                    label,
+                    len(files),
+                    reader,
+                    tasks[reader],
+                    f"{seconds:.2f}",
+                    f"{num_rows / seconds:,.0f}",
+                    fmt_ratio(best["spark.read.parquet"] / seconds),
+                    *cpu_cells(cpu, timed["spark.read.parquet"][1]),
+                ]
+            )
     print(f"## 2. Reads (full scan into the noop sink, round-robin, best of {repeat})\n")
     print(f"- load average before: {load_before}; after: {load_average()}\n")
     print(
@@ -328,11 +415,12 @@ def run_reads(
             [
                 "table written by",
                 "segments",
-                'format("streamwrite") s',
+                "reader",
+                "Spark tasks",
+                "seconds",
                 "rows/s",
-                "spark.read.parquet s",
-                "rows/s",
-                "source vs parquet rows/s",
+                "rows/s vs spark.read.parquet",
+                *CPU_HEADERS,
             ],
             rows,
         )
@@ -620,9 +708,10 @@ def run_profiles(spark: Any, df: Any, tables: dict[str, Path], workdir: Path, to
     stats = pstats.Stats(*(str(p) for p in sorted(dump.glob("*.pstats"))))
     python_seconds = stats.total_tt  # type: ignore[attr-defined]
     print(
-        f"### Executor-mode write: {wall:.2f} s wall (profiled); the mapInArrow tasks spent "
-        f"{python_seconds:.2f} s in Python, {python_seconds / (num_cores * wall):.0%} of "
-        f"{num_cores} cores x wall\n"
+        f"### Executor-mode write: {wall:.2f} s wall (profiled); the mapInArrow tasks' Python "
+        f"functions ran {python_seconds:.2f} s, summed over tasks ({num_cores} cores x wall = "
+        f"{num_cores * wall:.2f} s). cProfile counts wall time: waiting for the JVM's next "
+        "Arrow batch shows as serializers.py load_stream\n"
     )
     print_stats(stats, top)
     shutil.rmtree(workdir / "profiled")

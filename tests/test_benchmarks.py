@@ -113,6 +113,11 @@ def test_bench_spark_quick_run_writes_its_report_as_json(tmp_path: Path) -> None
     assert [t.rsplit(" -> ", 1)[1] in ("PASS", "FAIL") for t in document["targets"]] == [True] * 4
     assert len(document["data"]["write_seconds"]) == 4
     assert set(document["data"]["read_seconds"]) == {"executor mode", "driver mode"}
+    assert set(document["data"]["write_cpu_seconds"]["df.write.parquet (zstd)"]) == {
+        "JVM",
+        "Python workers",
+        "driver Python",
+    }
     for section in ("remote_segment", "remote_table"):
         assert len(document["data"][section]) == 7  # every column of the reference table
     assert list(tmp_path.iterdir()) == [out]  # the temporary work directory is gone
