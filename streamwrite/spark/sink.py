@@ -400,7 +400,8 @@ def read_table_df(
 
     Args:
         spark: the session.
-        path: the table directory.
+        path: the table directory, or a table URL (``s3://bucket/prefix``: the newest
+            version the table published there).
         columns: the columns to read, in that order (None: all).
         filters: only the rows matching them: pyarrow's DNF (``[("x", "<", 3)]``) or a
             ``pyarrow.compute.Expression``, with ``streamwrite.read_table(filters=)``'s
@@ -426,6 +427,7 @@ def read_table_df(
             with ``via="files"``).
         SchemaError: ``columns`` or ``filters`` names a column the table does not have.
         CorruptFileError: the table's ``_txn`` is damaged (or missing: FileNotFoundError).
+        StateError: ``via="files"`` on a table with segments in cold storage.
     """
     _require_pyspark()
     import json
