@@ -33,6 +33,7 @@ _EXPORTS: dict[str, str] = {
     "StaleBatchError": "streamwrite.errors",
     "WorkerError": "streamwrite.errors",
     # plain files
+    "ByteSource": "streamwrite.reader.tail",
     "ParquetFile": "streamwrite.reader.file",
     "ReadPlan": "streamwrite.reader.plan",
     "RowGroupPlan": "streamwrite.reader.plan",
@@ -85,6 +86,7 @@ _EXPORTS: dict[str, str] = {
 """Each public name and the private module that defines (or re-exports) it."""
 
 __all__ = (
+    "ByteSource",
     "ChecksumError",
     "ColumnChunkMetaData",
     "ColumnSchema",
@@ -179,6 +181,7 @@ if TYPE_CHECKING:
         Statistics,
     )
     from streamwrite.reader.plan import ReadPlan, RowGroupPlan
+    from streamwrite.reader.tail import ByteSource
     from streamwrite.table.api import (
         CommitTicket,
         Table,

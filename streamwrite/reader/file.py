@@ -82,7 +82,8 @@ class ParquetFile:
     """A Parquet file opened for reading.
 
     Args:
-        source: a path, a binary file object, or the file's bytes.
+        source: a path, a binary file object, the file's bytes, or a
+            :class:`streamwrite.ByteSource` (bytes fetched by range, e.g. from an object store).
         verify_checksums: check the CRC32 of every page that has one.
         max_decompressed_page_size: refuse pages claiming more uncompressed bytes (default
             ``DEFAULT_MAX_DECOMPRESSED_PAGE_SIZE``, 256 MiB); it also caps the values one page

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Literal, TypeVar
+from typing import IO, Literal, Protocol, TypeVar, cast, runtime_checkable
 
 from streamwrite.arrow.schema_check import check_arrow_schema, check_sidecar_columns
 from streamwrite.crypto.decryption import DecryptionConfig, FileDecryptor
@@ -49,12 +49,40 @@ from streamwrite.layout.actions import LiveFileName
 from workers.cipher import FOOTER_SIGNATURE_SIZE
 from workers.decode import KERNEL_ERRORS
 
-__all__ = ["FooterCheck", "LiveVersion", "Source", "committed_size", "live_version"]
+__all__ = [
+    "ByteSource",
+    "FooterCheck",
+    "LiveVersion",
+    "Source",
+    "committed_size",
+    "live_version",
+]
 
 MAGIC = b"PAR1"
 ENCRYPTED_MAGIC = b"PARE"
 
-Source = str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes]
+
+@runtime_checkable
+class ByteSource(Protocol):
+    """Random access to a fixed number of bytes held elsewhere (an object in a store, read by
+    ranges): anything with ``size``, ``read(offset, size)`` and ``close()``.
+
+    ``read`` raises :class:`~streamwrite.errors.CorruptFileError` for a range past ``size`` or
+    bytes that are missing, :class:`~streamwrite.errors.StreamwriteIOError` when they cannot be
+    fetched. A source may also have ``verify_head: bool`` (False: the reader checks the leading
+    magic only when ``holds(0, 4)`` says it is already fetched, to save a request) and
+    ``holds(offset, size) -> bool``.
+    """
+
+    @property
+    def size(self) -> int: ...
+
+    def read(self, offset: int, size: int) -> memoryview | bytes: ...
+
+    def close(self) -> None: ...
+
+
+Source = str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes] | ByteSource
 _T = TypeVar("_T")
 FooterCheck = Literal["verified", "unchecked", "none"]
 """How the Parquet footer read was checked against ``_pm``: its recorded XXH64 matched
@@ -72,12 +100,14 @@ class LiveVersion:
 
 
 class _Bytes:
-    """Random access to a file, a file object or an in-memory buffer, of a fixed size."""
+    """Random access to a file, a file object, an in-memory buffer or a :class:`ByteSource`,
+    of a fixed size."""
 
     def __init__(self, source: Source, snapshot: int | None = None) -> None:
         self._file: IO[bytes] | None = None
         self._owned = False
         self._buffer: memoryview | None = None
+        self._ranged: ByteSource | None = None
         self.live: LiveVersion | None = None
         """The ``_pm`` record of the version read, for a live file (a directory)."""
         self.footer_check: FooterCheck = "none"
@@ -94,9 +124,13 @@ class _Bytes:
                 self._file = open(path, "rb")  # noqa: SIM115 - closed by close()
             self._owned = True
             self.size = os.fstat(self._file.fileno()).st_size
+        elif isinstance(source, ByteSource) and not hasattr(source, "seek"):
+            # a file object has seek() and no size; a ByteSource the reverse
+            self._ranged = source
+            self.size = source.size
         else:
-            self._file = source
-            self.size = source.seek(0, os.SEEK_END)
+            self._file = cast(IO[bytes], source)
+            self.size = self._file.seek(0, os.SEEK_END)
         if snapshot is not None:
             if not 12 <= snapshot <= self.size:
                 self.close()
@@ -113,6 +147,11 @@ class _Bytes:
             )
         if self._buffer is not None:
             return self._buffer[offset : offset + size]
+        if self._ranged is not None:
+            data = self._ranged.read(offset, size)
+            if len(data) != size:
+                raise CorruptFileError(f"Short read: {len(data)} of {size} bytes.", offset)
+            return data if isinstance(data, memoryview) else memoryview(data)
         assert self._file is not None
         self._file.seek(offset)
         data = self._file.read(size)
@@ -120,9 +159,21 @@ class _Bytes:
             raise CorruptFileError(f"Short read: {len(data)} of {size} bytes.", offset)
         return memoryview(data)
 
+    def head_is_free(self) -> bool:
+        """Whether reading the leading magic costs no request of its own (a local source, or
+        a :class:`ByteSource` that already holds it or asks for it to be checked anyway)."""
+        if self._ranged is None:
+            return True
+        if getattr(self._ranged, "verify_head", True):
+            return True
+        holds = getattr(self._ranged, "holds", None)
+        return bool(holds(0, 4)) if holds is not None else False
+
     def close(self) -> None:
         if self._owned and self._file is not None:
             self._file.close()
+        if self._ranged is not None:
+            self._ranged.close()
 
 
 def _open_live_data(directory: Path) -> IO[bytes]:
@@ -262,7 +313,12 @@ def _decode_tail(
 ) -> tuple[t.FileMetaData, int, FileDecryptor | None]:
     tail = bytes(source.read(source.size - 8, 8))
     magic = tail[4:]
-    if magic not in (MAGIC, ENCRYPTED_MAGIC) or bytes(source.read(0, 4)) != magic:
+    # A ranged source would spend a request on the leading magic: it is checked when already
+    # fetched (pyarrow never checks it); the trailing magic and the footer always are.
+    head_checked = source.head_is_free()
+    if magic not in (MAGIC, ENCRYPTED_MAGIC) or (
+        head_checked and bytes(source.read(0, 4)) != magic
+    ):
         raise CorruptFileError(
             "The file does not start and end with the same magic (PAR1, or PARE when "
             "its footer is encrypted).",

@@ -91,7 +91,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 import pyarrow as pa
 
-from streamwrite import open_table, read_snapshot
+from streamwrite import open_table
 from streamwrite.errors import ConfigError, SchemaError, UnsupportedError
 from streamwrite.inspect import is_table
 
@@ -388,33 +388,92 @@ def foreach_batch_sink(
 
 
 def read_table_df(
-    spark: SparkSession, path: str | Path, *, via: Literal["files", "arrow"] = "files"
+    spark: SparkSession,
+    path: str | Path,
+    *,
+    columns: list[str] | None = None,
+    filters: Any = None,
+    storage_options: dict[str, Any] | None = None,
+    via: Literal["source", "files", "arrow"] = "source",
 ) -> DataFrame:
     """A Spark DataFrame of the table's newest committed snapshot.
 
     Args:
         spark: the session.
-        path: the table directory.
-        via: ``"files"``: Spark reads each segment's ``data.parquet`` itself (distributed;
-            exact only while no append is in flight, because Spark reads the footer at the end
-            of the file when the task runs; a compaction that retires a segment before the
-            lazy DataFrame runs makes the read fail with file-not-found, never wrong rows).
-            ``"arrow"``: streamwrite reads the snapshot on the driver and Spark gets the Arrow
-            table (exact during appends; driver memory bound).
+        path: the table directory, or a table URL (``s3://bucket/prefix``: the newest
+            version the table published there).
+        columns: the columns to read, in that order (None: all).
+        filters: only the rows matching them: pyarrow's DNF (``[("x", "<", 3)]``) or a
+            ``pyarrow.compute.Expression``, with ``streamwrite.read_table(filters=)``'s
+            semantics (pruned, then applied to the rows).
+        storage_options: fsspec options (credentials, endpoint) for a table URL or its cold
+            segments, passed to the executors.
+        via: ``"source"``: the ``streamwrite`` data source
+            (``spark.read.format("streamwrite")``) pins one snapshot and the executors read
+            its row groups at their committed sizes (exact during appends and compaction;
+            distributed). ``"files"``: Spark reads each segment's ``data.parquet`` itself
+            (exact only while no append is in flight, because Spark reads the footer at the
+            end of the file when the task runs; a compaction that retires a segment before
+            the lazy DataFrame runs makes the read fail with file-not-found, never wrong rows;
+            ``filters`` must be DNF). ``"arrow"``: streamwrite reads the snapshot on the
+            driver and Spark gets the Arrow table (exact; driver memory bound).
 
     Returns:
-        The DataFrame (lazy for ``"files"``).
+        The DataFrame (lazy for ``"source"`` and ``"files"``).
 
     Raises:
         UnsupportedError: pyspark (>= 4.0) is not installed.
-        ConfigError: an unknown ``via``.
+        ConfigError: an unknown ``via``; ``filters`` that are not a filter (or an Expression
+            with ``via="files"``).
+        SchemaError: ``columns`` or ``filters`` names a column the table does not have.
         CorruptFileError: the table's ``_txn`` is damaged (or missing: FileNotFoundError).
+        StateError: ``via="files"`` on a table with segments in cold storage.
     """
     _require_pyspark()
-    if via not in ("files", "arrow"):
-        raise ConfigError(f"via must be 'files' or 'arrow', got {via!r}.")
-    snapshot = read_snapshot(Path(path))
+    import json
+
+    from streamwrite.spark import datasource
+    from streamwrite.spark.dnf import dnf_to_column
+    from streamwrite.spark.reading import check_columns, filter_expression
+
+    if via not in ("source", "files", "arrow"):
+        raise ConfigError(f"via must be 'source', 'files' or 'arrow', got {via!r}.")
+    expression = filter_expression(filters)
+    snapshot = datasource.pin_snapshot(str(path), storage_options)
+    schema = snapshot.schema or pa.schema([])
+    check_columns(str(path), schema, expression, columns, partition_columns=False)
+    if via == "source":
+        # registered in this session now: the discovered source has no pushdown, and an
+        # earlier registration may have pushdown for a conf that is off since
+        datasource.register(spark)
+        reader = spark.read.format(datasource.NAME)
+        try:
+            parallelism = int(spark.sparkContext.defaultParallelism)
+        except Exception:  # Spark Connect: the planner's cores
+            parallelism = 0
+        if parallelism > 0:
+            reader = reader.option(datasource.PARALLELISM_OPTION, str(parallelism))
+        if columns is not None:
+            reader = reader.option(datasource.COLUMNS_OPTION, json.dumps(list(columns)))
+        if expression is not None:
+            reader = reader.option(datasource.FILTER_OPTION, datasource.encode_filter(expression))
+        if storage_options:
+            reader = reader.option(
+                datasource.STORAGE_OPTIONS_OPTION, json.dumps(dict(storage_options))
+            )
+        frame: DataFrame = reader.load(str(path))
+        return frame
     if via == "arrow" or not snapshot.files:
-        return spark.createDataFrame(snapshot.read())
+        return spark.createDataFrame(snapshot.read(columns, filters=filters))
+    if filters is not None and not isinstance(filters, list | tuple):
+        raise ConfigError(
+            "via='files' takes filters as pyarrow's DNF (Spark applies them as a Column); "
+            "use via='source' for a pyarrow.compute.Expression."
+        )
     files = [str(data_path) for data_path in snapshot.data_files()]
-    return spark.read.parquet(*files)
+    frame = spark.read.parquet(*files)
+    if filters is not None:
+        frame = frame.filter(dnf_to_column(filters, schema))
+    if columns is not None:
+        frame = frame.select(*columns)
+    return frame

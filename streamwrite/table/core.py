@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
@@ -62,6 +62,7 @@ from streamwrite.table.state import (
 
 if TYPE_CHECKING:
     from streamwrite.table.skipping import TableSkipping
+    from streamwrite.table.tiering import TableTiering
 
 __all__ = ["KV_TXN", "Table"]
 
@@ -165,6 +166,9 @@ class Table:
         (a segment of an older schema than the table's is sealed instead)."""
         segment = self._machine.newest_to_open(name)
         if segment is None:
+            return None
+        if self._machine.record.partitions[name][-1].is_cold:  # tiered: never appended to
+            self._machine.seal_newest(name)
             return None
         if self._machine.record.schemas:  # the table changed its schema: is this one older?
             names = await anyio.to_thread.run_sync(segment_column_names, self.path / name / segment)
@@ -698,7 +702,8 @@ class Table:
     async def eligible_segments(
         self, partition: str, idle_seconds: float | None, seal: bool
     ) -> tuple[tuple[Segment, ...], int]:
-        """The partition's segments now, and how many leading ones compaction may take: those
+        """The partition's local segments now (its leading cold ones left out), and how many
+        leading ones compaction may take: those
         no commit will touch again, plus the newest when the partition is idle
         (``idle_seconds``; None: now) with every row group it was given committed. With
         ``seal``, that newest one is sealed: the partition's next row group starts a new
@@ -723,7 +728,9 @@ class Table:
                 elif seal:
                     machine.seal_newest(partition)
             eligible = next((i for i, s in enumerate(segments) if s.name in busy), len(segments))
-            return segments, eligible
+            # compaction never touches cold segments (tiering keeps them a leading run)
+            num_cold = next((i for i, s in enumerate(segments) if not s.is_cold), len(segments))
+            return segments[num_cold:], max(eligible - num_cold, 0)
 
     @property
     def is_open(self) -> bool:
@@ -775,15 +782,70 @@ class Table:
         policy = policy or self.settings.compaction
         return await compact_table(self, names, policy, explicit=True, hook=hook)
 
+    # -- cold storage (streamwrite.table.tiering) -----------------------------------------
+
+    _tiering: TableTiering | None = None
+    """Moves settled segments to the table's cold storage (None: it has none; set by
+    :func:`open_table` from ``cold_storage``)."""
+
+    @property
+    def last_tiering_error(self) -> Exception | None:
+        """The last error of background tiering (it keeps running), or of the cold storage
+        recovery on open when the store could not be reached (the next round retries)."""
+        return None if self._tiering is None else self._tiering.last_error
+
+    async def tier(self, *, hook: Callable[[str], None] | None = None) -> list[str]:
+        """Move the segments due now to cold storage (``open_table(cold_storage=...)``):
+        settled ones (no writer holds them, compaction would not merge them) whose data was
+        last written ``cold_after`` seconds ago or more. Each is uploaded, verified (size
+        and XXH64 read back), published in ``_txn`` and the bucket's ``_txn_log``, and its
+        local copy is retired (deleted after the compaction grace period). ``hook`` is
+        called with each step's name as it starts: ``upload``, ``verify``, ``publish``,
+        ``log``, ``retire``, ``done``.
+
+        Returns:
+            The ``partition/segment`` paths moved.
+
+        Raises:
+            ConfigError: the table has no cold storage.
+            StreamwriteIOError: the object store failed (nothing is lost: an unpublished
+                upload is deleted now or by the next round or open).
+            CorruptFileError: an object read back differs from the local segment.
+            StateError: the table is closed or poisoned, or another writer uses the cold
+                storage root.
+        """
+        self._check()
+        if self._tiering is None:
+            raise ConfigError(
+                f"The table {str(self.path)!r} has no cold storage; open it with "
+                "open_table(..., cold_storage=URL) to tier segments."
+            )
+        return await self._tiering.tier(self, hook)
+
+    async def publish_change(self, change: Callable[[TxnRecord], TxnRecord]) -> TxnRecord:
+        """Publish ``change(newest record)`` as the next ``_txn`` version (commit lock held;
+        a failed publish poisons the table).
+
+        Returns:
+            The published record.
+        """
+        async with self._commit_lock:
+            self._check()
+            record = change(self._machine.record)
+            await self._publish(record)
+            return record
+
     # -- reading and lifecycle --------------------------------------------------------------
 
     def snapshot(self) -> TableSnapshot:
         """Pin the newest committed version (readable while appends and compaction go on).
 
         Release it (``with table.snapshot() as snap:`` or ``snap.release()``) when done:
-        until then compaction keeps every segment it reads.
+        until then compaction keeps every segment it reads. Its cold segments are read from
+        the table's cold storage with the table's ``storage_options``.
         """
-        return snapshot_of(self.path, self._machine.record, self.pins)
+        options = None if self._tiering is None else self._tiering.store.storage_options
+        return snapshot_of(self.path, self._machine.record, self.pins, options)
 
     @property
     def record(self) -> TxnRecord:
@@ -810,6 +872,8 @@ class Table:
             self._task_group.start_soon(self._timer)
         if self.settings.compaction_interval is not None:
             self._task_group.start_soon(run_compactor, self)
+            if self._tiering is not None:
+                self._task_group.start_soon(self._tiering.run, self)
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -833,6 +897,8 @@ class Table:
         finally:
             self._machine.close()
             self.compactor_scope.cancel()
+            if self._tiering is not None:
+                self._tiering.scope.cancel()
             async with self.compaction_lock:  # a cancelled compaction has cleaned up
                 pass
             self._pipeline.background = False

@@ -248,8 +248,9 @@ async def recover_segments(
     if any(isinstance(action, RecoverSegment) for action in actions):
         listing = await anyio.to_thread.run_sync(scan_table, path, record)
         verify_recovery(record, listing, str(path))
-    if record.partitions:  # one segment opened now: encryption settings that do not fit fail here
-        newest = max(record.partitions)
+    local = [p for p in sorted(record.partitions) if not record.partitions[p][-1].is_cold]
+    if local:  # one segment opened now: encryption settings that do not fit fail here
+        newest = local[-1]
         segment = record.partitions[newest][-1]
         directory = path / newest / segment.name
         own, own_encryption = schema, encryption
