@@ -31,6 +31,13 @@ Per micro-batch the sink:
    failed commit never leaves a poisoned table behind: the next call reopens and rolls back;
 5. logs the commit (logger ``streamwrite.spark``): rows, table version, skipped.
 
+Executors mode. ``foreach_batch_sink(..., mode="executors")`` writes each micro-batch with
+:func:`streamwrite.spark.write` instead of steps 1-4: every Spark task encodes its rows into
+staged segments in the table directory (which the executors must share), and the driver
+publishes them in one ``_txn`` version with the batch id; nothing is collected to the driver.
+The same exactly-once rules apply (a replay is skipped before any Spark job runs); a new table
+takes its schema from the DataFrame's (normalised as below), even for an empty first batch.
+
 Compaction. The sink holds the table only for the length of one batch, so it never
 compacts; run ``streamwrite compact TABLE`` (e.g. from cron) or :meth:`Table.compact`
 beside the query. A batch that finds the table locked by compaction waits for the lock
@@ -261,6 +268,9 @@ ON_STALE = ("error", "skip")
 """The ``on_stale`` values ``Table.append`` takes (checked when the sink is built, before the
 first batch reaches the table)."""
 
+SINK_MODES = ("driver", "executors")
+"""Where a sink writes a micro-batch: collected to the driver, or on the executors."""
+
 SINK_LOCK_TIMEOUT_SECONDS = 600.0
 """How long a micro-batch waits for the table's writer lock (held by ``streamwrite compact``
 or another writer) before failing; ``lock_timeout=`` in the table options overrides it."""
@@ -304,6 +314,9 @@ class ForeachBatchSink:
     schema: pa.Schema | None = None
     table_options: dict[str, Any] = field(default_factory=dict)
     on_stale: str = "error"
+    mode: str = "driver"
+    """``"driver"``: the batch is collected and written on the driver; ``"executors"``: each
+    task writes its rows (:func:`streamwrite.spark.write`)."""
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         """Append one micro-batch exactly once.
@@ -316,6 +329,30 @@ class ForeachBatchSink:
             StreamwriteIOError: the commit failed (Spark fails the query; on restart it
                 replays the batch, which is then written or skipped).
         """
+        if self.mode == "executors":
+            from streamwrite.spark.writing import write
+
+            result = write(
+                df,
+                self.path,
+                app_id=self.app_id,
+                batch_id=int(batch_id),
+                schema=self.schema,
+                on_stale=self.on_stale,
+                **self.table_options,
+            )
+            logger.info(
+                "Batch %d of app %r into %s on the executors: %d rows, %d segments, table "
+                "version %d, skipped=%s.",
+                batch_id,
+                self.app_id,
+                self.path,
+                result.num_rows,
+                result.num_segments,
+                result.version,
+                result.skipped,
+            )
+            return
         to_arrow = getattr(df, "toArrow", None)
         if to_arrow is None:
             raise UnsupportedError(
@@ -354,6 +391,7 @@ def foreach_batch_sink(
     app_id: str | None = None,
     schema: pa.Schema | None = None,
     on_stale: str = "error",
+    mode: str = "driver",
     **table_options: Any,
 ) -> ForeachBatchSink:
     """The function to pass to ``DataStreamWriter.foreachBatch``.
@@ -366,6 +404,10 @@ def foreach_batch_sink(
         on_stale: ``"error"`` (default): a batch id below the last one committed for
             ``app_id`` raises :class:`~streamwrite.errors.StaleBatchError`; ``"skip"``: it is
             skipped with a warning. A replay of the last batch id is always a quiet skip.
+        mode: ``"driver"`` (default): each micro-batch is collected to the driver
+            (``toArrow``) and appended there. ``"executors"``: each task encodes its rows
+            into staged segments and the driver publishes them in one commit
+            (:func:`streamwrite.spark.write`; the executors must share the table directory).
         table_options: passed to :func:`streamwrite.open_table` (``timestamp``,
             ``partition_by``, write options such as ``compression``).
 
@@ -374,16 +416,24 @@ def foreach_batch_sink(
 
     Raises:
         UnsupportedError: pyspark (>= 4.0) is not installed.
-        ConfigError: an empty ``app_id``, or ``on_stale`` not ``"error"`` or ``"skip"``.
+        ConfigError: an empty ``app_id``, ``on_stale`` not ``"error"`` or ``"skip"``, or
+            ``mode`` not ``"driver"`` or ``"executors"``.
     """
     _require_pyspark()
     if app_id is not None and not app_id:
         raise ConfigError("app_id must be a non-empty string, got ''.")
     if on_stale not in ON_STALE:
         raise ConfigError(f"on_stale must be one of {list(ON_STALE)}, got {on_stale!r}.")
+    if mode not in SINK_MODES:
+        raise ConfigError(f"mode must be one of {list(SINK_MODES)}, got {mode!r}.")
     directory = Path(path)
     return ForeachBatchSink(
-        directory, app_id or default_app_id(directory), schema, dict(table_options), on_stale
+        directory,
+        app_id or default_app_id(directory),
+        schema,
+        dict(table_options),
+        on_stale,
+        mode,
     )
 
 

@@ -36,10 +36,10 @@ from streamwrite.encode import (
     check_write_options,
     row_group_jobs,
 )
-from streamwrite.errors import ConfigError, StateError
+from streamwrite.errors import ConfigError, StaleBatchError, StateError
 from streamwrite.format.txn import DATA_FILE, PENDING_DATA_FILE, Segment, TxnRecord
 from streamwrite.layout.actions import CommitSegment
-from streamwrite.layout.batch_ids import check_batch_id
+from streamwrite.layout.batch_ids import BatchDecision, check_batch_id
 from streamwrite.layout.table import CommitPolicy, TableMachine, TableState
 from streamwrite.live.file import EncodedRowGroup, LiveFile, open_live_file, sync_live_files
 from streamwrite.options import make_write_options
@@ -48,6 +48,16 @@ from streamwrite.table.dedup import DedupLogFile, check_dedup_key, dedup_keys
 from streamwrite.table.evolution import schema_history, segment_column_names, segment_encryption
 from streamwrite.table.pipeline import CommitPipeline, CommitTicket, Unit, applied_ids
 from streamwrite.table.recovery import TableLock, segment_numbers, sweep_retired
+from streamwrite.table.staged import (
+    STAGED_COMMIT_SIZE,
+    STAGING_DIR,
+    StagedBatch,
+    StagedSegment,
+    clean_staging,
+    move_staged,
+    staging_name,
+    verify_staged,
+)
 from streamwrite.table.state import (
     PartitionBuffer,
     PinRegistry,
@@ -626,6 +636,121 @@ class Table:
                     else:  # not reached: every unit was drained; closed at its publish
                         self._sealed[(name, segment)] = live
             return TableCommit(record.version, 0, dict(record.partitions))
+
+    # -- staged segments (streamwrite.table.staged: written elsewhere, adopted here) ----------
+
+    def stage(
+        self, app_id: str, batch_id: int, *, commit_size: int = STAGED_COMMIT_SIZE
+    ) -> StagedBatch:
+        """Where and how workers stage the rows of batch ``(app_id, batch_id)``: the
+        picklable :class:`~streamwrite.StagedBatch` (this table's schema, partitioning, write
+        options and encryption). Keep the table open until :meth:`adopt_staged`: a writer
+        opening the table deletes every staging directory.
+
+        Args:
+            app_id, batch_id: the batch (as :meth:`append` takes them).
+            commit_size: encoded bytes a staged segment holds in memory before committing
+                them (each commit writes a footer; default 64 MiB).
+
+        Returns:
+            The staged batch (workers call its ``write``).
+
+        Raises:
+            ConfigError: a bad ``app_id``, ``batch_id`` or ``commit_size``.
+            StateError: the table is poisoned or closed.
+        """
+        self._check()
+        checked = check_batch_id(app_id, batch_id, "error")
+        assert checked is not None
+        if isinstance(commit_size, bool) or not isinstance(commit_size, int) or commit_size < 1:
+            raise ConfigError(f"commit_size must be a positive integer, got {commit_size!r}.")
+        record = self._machine.record
+        return StagedBatch(
+            str(self.path.absolute()),
+            app_id,
+            checked,
+            self.schema,
+            record.timestamp,
+            record.partition_by,
+            dict(self._write_kwargs),
+            self._encryption(),
+            commit_size,
+        )
+
+    async def adopt_staged(
+        self,
+        staged: Sequence[StagedSegment],
+        *,
+        app_id: str,
+        batch_id: int,
+        on_stale: str = "error",
+    ) -> TableCommit:
+        """Publish the segments staged for batch ``(app_id, batch_id)`` (exactly one attempt's
+        report per piece of work) in one ``_txn`` version that records the batch id, then
+        delete the batch's staging directory (failed and losing attempts with it). What is
+        buffered is committed first. A replay (the batch id committed before) publishes
+        nothing; so does a batch with no segment. The adopted segments are sealed: the next
+        row of their partition starts a new segment. Staging is deleted when a writer
+        opens the table (so nothing a crash left behind is ever published).
+
+        Returns:
+            The commit (``skipped=True`` for a replay or a skipped stale batch id).
+
+        Raises:
+            ConfigError: bad ids, a segment outside the batch's staging, reported twice.
+            StaleBatchError: ``batch_id`` is below the last one committed for ``app_id``
+                (unless ``on_stale="skip"``): nothing is published.
+            CorruptFileError: a staged segment is missing or not what was reported (nothing
+                is published; the table stays open).
+            StateError: the table is poisoned or closed.
+            StreamwriteIOError: moving the segments or the publish failed (poisoned).
+        """
+        self._check()
+        checked = check_batch_id(app_id, batch_id, on_stale)
+        assert checked is not None
+        batch = f"{STAGING_DIR}/{staging_name(app_id, checked)}"
+        async with self._lock:
+            self._check()
+            with anyio.CancelScope(shield=True):  # nothing may stop halfway
+                tickets = self._pipeline.detach()
+                try:
+                    unit = await self._take_locked(tickets)
+                except BaseException as exc:
+                    self._pipeline.abandon(tickets, exc)
+                    self._fail(exc)
+                    raise
+                await self._pipeline.drain(unit)
+                async with self._commit_lock:
+                    self._check()
+                    record = self._machine.record
+                    decision = self._machine.decide_batch(app_id, checked)
+                    commit = TableCommit(record.version, 0, dict(record.partitions), True)
+                    if decision is BatchDecision.STALE and on_stale == "error":
+                        raise StaleBatchError(app_id, checked, record.applied[app_id])
+                    if decision is BatchDecision.NEW and staged:
+                        columns = tuple(c.name for c in self.parquet_schema.columns)
+                        segments = await anyio.to_thread.run_sync(
+                            verify_staged, self.path, staged, batch, columns
+                        )
+                        moves = [(s, self._machine.allocate_segment(s.partition)) for s in segments]
+                        try:
+                            listed = await anyio.to_thread.run_sync(move_staged, self.path, moves)
+                        except BaseException as exc:
+                            self._fail(exc)
+                            raise
+                        record = record.next(listed, {app_id: checked})
+                        await self._publish(record)
+                        for partition in listed:  # sealed: appends start a new segment
+                            live = self._active.pop(partition, None)
+                            if live is not None:
+                                await live.close()
+                            self._machine.seal_newest(partition)
+                        num_rows = sum(s.num_rows for s in segments)
+                        commit = TableCommit(record.version, num_rows, dict(record.partitions))
+                    elif decision is BatchDecision.NEW:
+                        commit = replace(commit, skipped=False)
+                await anyio.to_thread.run_sync(clean_staging, self.path, batch)
+            return commit
 
     # -- segments and compaction (the steps are in streamwrite.compaction) -----------------
 

@@ -82,6 +82,7 @@ from streamwrite.table.evolution import (
     segment_encryption,
 )
 from streamwrite.table.execute import run_file_actions, scan_table
+from streamwrite.table.staged import clean_staging
 
 __all__ = [
     "LOCK_FILE",
@@ -242,6 +243,7 @@ async def recover_segments(
             footer XXH64 is not the one ``_txn`` recorded.
     """
     record = await anyio.to_thread.run_sync(migrate_layout, path, record)
+    await anyio.to_thread.run_sync(clean_staging, path)  # no batch is in flight: lock held
     listing = await anyio.to_thread.run_sync(scan_table, path, record)
     actions = plan_recovery(record, listing, str(path))
     await run_recovery_actions(path, actions, schema, write_options, encryption)
