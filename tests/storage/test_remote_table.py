@@ -217,7 +217,7 @@ def test_pruning_skips_segments_by_partition_and_footer_on_a_url(
     assert snapshot.read(filters=[("qty", ">=", 3000)]).equals(want)
 
 
-@pytest.mark.parametrize("engine", ["pyarrow", "duckdb"])
+@pytest.mark.parametrize("engine", ["pyarrow", "duckdb", "polars"])
 def test_engines_read_a_url_table_through_the_snapshot_filesystem(
     cold_table: tuple[Path, str], storage_options: dict[str, Any], tmp_path: Path, engine: str
 ) -> None:
