@@ -123,6 +123,9 @@ def test_the_newest_published_version_is_read_and_stray_names_skipped(
     assert [name for name, _ in second.files] == names
     assert second.read().equals(streamwrite.read_table(path))
     assert first.read().num_rows < second.read().num_rows  # the older version still reads
+    opts = storage_options
+    with streamwrite.snapshot_filesystem(url, first.version, storage_options=opts) as fs:
+        assert fs.version == first.version and len(fs.find("/")) == 1  # kept by retention
 
 
 def test_a_url_snapshot_pickles_as_url_and_options(
