@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -330,3 +331,44 @@ def test_readers_touch_nothing_local_nor_in_the_bucket(
                 assert pf.metadata.num_rows > 0
     assert tree(tmp_path) == files
     assert bucket_objects(store) == objects
+
+
+def test_a_url_table_reads_cold_segments_of_older_schemas_widened(
+    tmp_path: Path, bucket: str, storage_options: dict[str, Any]
+) -> None:
+    """Segments tiered before ``Table.add_columns`` lack the added column: a URL reader gives
+    them nulls there, as the local table does."""
+    path = tmp_path / "t"
+    url = f"s3://{bucket}/t"
+    write_table(path, [tick_rows(200, 200 * i) for i in range(2)], segment_row_groups=1)
+    tier_table(path, url, storage_options, segment_row_groups=1)
+
+    async def widen() -> None:
+        async with await streamwrite.open_table(
+            path,
+            timestamp="ts",
+            partition_by="day",
+            segment_row_groups=1,
+            commit_interval=None,
+            compaction_interval=None,
+            cold_storage=url,
+            storage_options=storage_options,
+        ) as table:
+            await table.add_columns([pa.field("note", pa.string())])
+            rows = tick_rows(200, 400)
+            rows = rows.append_column("note", pa.array(["n"] * 200))
+            await table.append(rows, app_id="w", batch_id=2)
+
+    anyio.run(widen)
+    tier_table(path, url, storage_options, segment_row_groups=1)
+    want = streamwrite.read_table(path, storage_options=storage_options)
+    got = streamwrite.read_table(url, storage_options=storage_options)
+    assert got.schema.names[-1] == "note" and got.num_rows == 600
+    assert got.equals(want)
+    assert got.column("note").null_count == 400
+    assert (
+        streamwrite.read_table(
+            url, columns=["note"], filters=[("note", "==", "n")], storage_options=storage_options
+        ).num_rows
+        == 200
+    )
