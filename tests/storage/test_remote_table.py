@@ -21,7 +21,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import streamwrite
-from streamwrite.errors import ConfigError, CorruptFileError, StreamwriteIOError
+from streamwrite.crypto import EncryptionConfig, InMemoryKms, KeyWrapper
+from streamwrite.crypto.encryption import FileEncryption
+from streamwrite.crypto.live_keys import decryption_for
+from streamwrite.errors import ConfigError, CorruptFileError, EncryptionError, StreamwriteIOError
 from streamwrite.format.txn import cold_object_key, txn_log_name
 from streamwrite.io.remote import DEFAULT_TAIL_SIZE, RANGE_CACHE, open_store
 from streamwrite.reader.file import ParquetFile
@@ -37,6 +40,7 @@ from tests.storage._cold_tables import (
 )
 
 HERE = Path(__file__).resolve().parent
+KEYS = {"kf": bytes(range(16)), "k1": bytes(range(16, 32))}
 
 
 @pytest.fixture
@@ -372,3 +376,33 @@ def test_a_url_table_reads_cold_segments_of_older_schemas_widened(
         ).num_rows
         == 200
     )
+
+
+def test_an_encrypted_url_table_reads_with_its_keys(
+    tmp_path: Path, bucket: str, storage_options: dict[str, Any]
+) -> None:
+    config = EncryptionConfig(footer_key_id="kf", column_keys={"price": "k1", "symbol": "k1"})
+    encryption = FileEncryption(KeyWrapper(InMemoryKms(KEYS), config))
+    decryption = decryption_for(encryption)
+    path = tmp_path / "t"
+    url = f"s3://{bucket}/secret"
+    write_table(
+        path,
+        [tick_rows(300, 300 * i) for i in range(3)],
+        segment_row_groups=1,
+        encryption=encryption,
+    )
+    tier_by_hand(path, url, storage_options)
+    want = streamwrite.read_table(path, decryption=decryption, storage_options=storage_options)
+    got = streamwrite.read_table(url, decryption=decryption, storage_options=storage_options)
+    assert got.num_rows == 900 and got.equals(want)
+    filtered = streamwrite.read_table(
+        url,
+        columns=["price"],
+        filters=[("symbol", "==", "SYM001")],
+        decryption=decryption,
+        storage_options=storage_options,
+    )
+    assert filtered.equals(want.filter(pc.field("symbol") == "SYM001").select(["price"]))
+    with pytest.raises(EncryptionError):
+        streamwrite.read_table(url, storage_options=storage_options)
