@@ -41,6 +41,21 @@ def test_readme_reading_from_the_bucket_snippet_runs(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     s3_server.create_bucket("my-bucket")
+    fs = s3_server.filesystem()
+    if fs.exists("my-bucket/ticks"):  # another README test's table (the same names)
+        fs.rm("my-bucket/ticks", recursive=True)
+    try:
+        _run_snippet(tmp_path, storage_options, monkeypatch, capsys)
+    finally:  # the names are the README's: leave them to the next README test unused
+        fs.rm("my-bucket", recursive=True)
+
+
+def _run_snippet(
+    tmp_path: Path,
+    storage_options: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     monkeypatch.chdir(tmp_path)
     write_table(Path("ticks"), [tick_rows(300, 300 * i) for i in range(4)], segment_row_groups=1)
     assert tier_table(Path("ticks"), "s3://my-bucket/ticks", storage_options, segment_row_groups=1)
