@@ -61,7 +61,6 @@ import base64
 import json
 import os
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
@@ -142,36 +141,35 @@ except ImportError as exc:  # pragma: no cover - exercised without pyspark
 def pin_snapshot(
     path: str, storage_options: Mapping[str, Any] | None = None
 ) -> streamwrite.TableSnapshot:
-    """The newest committed snapshot of the table at ``path`` (read once: everything the
-    source plans and reads is this version).
+    """The newest committed snapshot of the table at ``path`` (a directory, or a table URL
+    such as ``s3://bucket/prefix``: its newest published ``_txn_log`` version), read once:
+    everything the source plans and reads is this version.
 
     Returns:
         The snapshot (no pin: the grace period keeps what compaction retires).
 
     Raises:
-        ConfigError: ``path`` is a URL (object storage needs the cold-read support).
-        CorruptFileError: the table has no readable ``_txn``.
+        CorruptFileError: the table has no readable ``_txn`` (or log object).
+        StreamwriteIOError: the URL has no published log, or cannot be reached.
+        ConfigError: a URL no fsspec filesystem serves.
     """
-    if "://" in path and not path.startswith("file://"):
-        raise ConfigError(
-            f"The table {path!r} is a URL; this build of the streamwrite data source reads "
-            "local tables only."
-        )
-    return streamwrite.read_snapshot(Path(path.removeprefix("file://")))
+    return streamwrite.read_snapshot(path, storage_options=storage_options or None)
 
 
 def open_segment(snapshot: streamwrite.TableSnapshot, name: str, size: int) -> Any:
-    """Segment ``name`` of ``snapshot`` at its committed ``size``, as a live file (its
-    ``_pm`` checked; its data file is ``data.parquet``, or ``_data.retired`` once compaction
-    retired it).
+    """Segment ``name`` of ``snapshot`` at its committed ``size``, wherever it is
+    (``TableSnapshot.open_segment``): a local live file (its ``_pm`` checked; its data file
+    is ``data.parquet``, or ``_data.retired`` once compaction retired it), or a cold segment
+    read by byte ranges from the object store (its size and footer checksum checked).
 
     Returns:
         The open ``streamwrite.ParquetFile`` (close it).
 
     Raises:
         CorruptFileError: the segment is missing or damaged.
+        StreamwriteIOError: the cold storage cannot be reached.
     """
-    return streamwrite.ParquetFile(snapshot.path / name, snapshot=size)
+    return snapshot.open_segment(name, size)
 
 
 def spark_arrow_schema(schema: pa.Schema) -> pa.Schema:
@@ -266,6 +264,7 @@ class _Reader(DataSourceReader):
                 int(pinned["version"]),
                 streamwrite.SegmentFiles(segments),
                 schema=table_schema,
+                storage_options=snapshot.storage_options,
             )
         self.snapshot = snapshot
         self.table_schema = table_schema

@@ -16,8 +16,8 @@ What is read, and how:
   row-group and page pruning inside each file, and the Hive partition column (``ts_day``) as
   ``spark.read.parquet(table)`` gives it;
 * each partition's **newest** segment by the ``streamwrite`` Python data source
-  (:mod:`streamwrite.spark.datasource`, registered by this call) at its committed size, one
-  Python worker task per segment. Spark reads a Parquet file from its end when a task runs,
+  (:mod:`streamwrite.spark.datasource`, registered by this call) at its committed size, in
+  Python worker tasks of row-group ranges. Spark reads a Parquet file from its end when a task runs,
   so a live segment that a writer appends to meanwhile would be read past (or in the middle
   of) its commit (DESIGN section 6, "Readers and the append window"); these are the only
   files that can grow (a snapshot never lists a newer segment of a partition before the

@@ -31,6 +31,13 @@ Per micro-batch the sink:
    failed commit never leaves a poisoned table behind: the next call reopens and rolls back;
 5. logs the commit (logger ``streamwrite.spark``): rows, table version, skipped.
 
+Executors mode. ``foreach_batch_sink(..., mode="executors")`` writes each micro-batch with
+:func:`streamwrite.spark.write` instead of steps 1-4: every Spark task encodes its rows into
+staged segments in the table directory (which the executors must share), and the driver
+publishes them in one ``_txn`` version with the batch id; nothing is collected to the driver.
+The same exactly-once rules apply (a replay is skipped before any Spark job runs); a new table
+takes its schema from the DataFrame's (normalised as below), even for an empty first batch.
+
 Compaction. The sink holds the table only for the length of one batch, so it never
 compacts; run ``streamwrite compact TABLE`` (e.g. from cron) or :meth:`Table.compact`
 beside the query. A batch that finds the table locked by compaction waits for the lock
@@ -443,7 +450,8 @@ def read_table_df(
 
     Args:
         spark: the session.
-        path: the table directory.
+        path: the table directory, or a table URL (``s3://bucket/prefix``: the newest
+            version the table published there).
         columns: the columns to read, in that order (None: all).
         filters: only the rows matching them: pyarrow's DNF (``[("x", "<", 3)]``) or a
             ``pyarrow.compute.Expression``, with ``streamwrite.read_table(filters=)``'s
@@ -469,6 +477,7 @@ def read_table_df(
             with ``via="files"``).
         SchemaError: ``columns`` or ``filters`` names a column the table does not have.
         CorruptFileError: the table's ``_txn`` is damaged (or missing: FileNotFoundError).
+        StateError: ``via="files"`` on a table with segments in cold storage.
     """
     _require_pyspark()
     import json

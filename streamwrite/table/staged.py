@@ -79,6 +79,9 @@ STAGING_DIR = "_staging"
 STAGED_COMMIT_SIZE = 64 * 1024 * 1024
 """Encoded bytes a staged segment holds in memory before committing them (below it, one
 commit at the end: one footer and one fsync round per segment)."""
+PENDING_ROW_GROUPS = 2
+"""Rows waiting for a row group, over all partitions of an attempt, are at most this many
+``row_group_size``: past it the partition holding the most is cut into a smaller row group."""
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 _COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.=+-]*")
 
@@ -142,7 +145,9 @@ class StagedBatch:
         them durably (blocking; the encoding runs in this thread, with no process pool).
 
         Row groups hold ``row_group_size`` rows (the table's write option), the last one of
-        each segment fewer; rows keep their order within a partition.
+        each segment fewer, and fewer when rows spread over many partitions (at most twice
+        ``row_group_size`` rows wait, over all partitions); rows keep their order within a
+        partition.
 
         Args:
             data: the rows, in pieces of any size.
@@ -223,6 +228,10 @@ class _StagedWriter:
             self.num_rows[partition] = self.num_rows.get(partition, 0) + rows.num_rows
             while self.pending_rows[partition] >= self.row_group_size:
                 self._cut(partition, self.row_group_size)
+        # Rows spread over many partitions: bound what waits (the fullest goes first).
+        while sum(self.pending_rows.values()) > PENDING_ROW_GROUPS * self.row_group_size:
+            fullest = max(self.pending_rows, key=self.pending_rows.__getitem__)
+            self._cut(fullest, self.pending_rows[fullest])
 
     def _cut(self, partition: str, size: int) -> None:
         """Encode the partition's next row group of ``size`` rows (or what is pending)."""

@@ -194,3 +194,24 @@ def test_an_encrypted_table_stages_encrypted_segments(tmp_path: Path) -> None:
     assert by_value(got).equals(by_value(pa.concat_tables([batch, rows(5_000, 10)])))
     with pytest.raises(Exception, match=r"(?i)encrypt|decrypt|magic|footer"):
         pq.read_table(next(path.glob("ts_day=*/seg-000000/data.parquet")))
+
+
+def test_rows_spread_over_many_partitions_wait_in_bounded_memory(tmp_path: Path) -> None:
+    """Hourly partitions, every piece touching each of 72 hours: rows waiting for a row group
+    stay under twice ``row_group_size`` (smaller row groups are cut), and all are written."""
+    path = tmp_path / "t"
+    pieces = [rows(k * 720, 720, seed=k) for k in range(10)]
+
+    async def main() -> None:
+        table = await _open(path, partition_by="hour", row_group_size=1_000)
+        report = table.stage("job", 0).write(pieces, "a")
+        assert len(report) == 72
+        await table.adopt_staged(report, app_id="job", batch_id=0)
+        await table.close()
+
+    run(main)
+    assert by_value(streamwrite.read_table(path)).equals(by_value(pa.concat_tables(pieces)))
+    row_groups = [
+        pq.ParquetFile(f).metadata.num_row_groups for f in path.glob("*/seg-*/data.parquet")
+    ]
+    assert len(row_groups) == 72 and max(row_groups) > 1  # cut early: memory stayed bounded
