@@ -22,11 +22,20 @@ reads). Its reading plan, for an object of ``size`` bytes::
                                                                          index, a bloom filter
 
 so a one-column read fetches the tail plus exactly the column chunks it decodes, never the whole
-object. Every fetched range goes through a :class:`RangeCache`: bounded by bytes, least recently
-used out first, shared by the whole process by default (:data:`RANGE_CACHE`), keyed by
-``(root URL, key, object size)``, so planning a read and then reading the same object (two
-``ParquetFile`` objects) fetch its footer once. Cold objects are immutable once published, so a
-cached range never goes stale; a different size is a different cache key.
+object. Fetched ranges go through a :class:`~streamwrite.io.range_cache.RangeCache`: bounded by
+bytes, least recently used out first, shared by the whole process by default
+(:data:`RANGE_CACHE`), keyed by ``(root URL, key, object size)``, so planning a read and then
+reading the same object (two ``ParquetFile`` objects) fetch its footer once. Cold objects are
+immutable once published, so a cached range never goes stale; a different size is a different
+cache key. The reader checks the trailing magic and the footer always, the leading magic only
+when the tail already holds it (a request of its own otherwise; pyarrow never reads it).
+
+A local root (``file://`` or a path) has the same semantics as S3: :meth:`ObjectStore.put_file`
+writes a temporary file (``.<name>.<uuid>.tmp``, never listed) and renames it, so an object
+appears whole or not at all; :meth:`ObjectStore.put_if_absent` links a complete temporary file
+to the name (``link`` fails when the name exists: an exclusive create that never shows a
+partial object). Other fsspec filesystems put with ``mode="create"`` (fsspec's own check for
+existence first where the backend has no conditional put).
 
 :class:`FetchStats` counts the data requests (GETs) and the bytes they returned, per root URL and
 process (every store of one root shares them), so that a test or benchmark can measure what a
@@ -38,6 +47,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -66,6 +76,8 @@ footer of most Parquet files fits (one request), a longer one widens it once."""
 UPLOAD_BLOCK_SIZE = 8 * 1024 * 1024
 """Bytes :meth:`ObjectStore.put_file` reads from the local file per write."""
 _LOCAL_PROTOCOLS = frozenset({"file", "local"})
+_TEMPORARY_NAME = re.compile(r"\..+\.[0-9a-f]{32}\.tmp")
+"""A local root's temporary files (:func:`_temporary_name`): never listed."""
 _T = TypeVar("_T")
 
 
@@ -431,7 +443,9 @@ class ObjectStore:
             keys = []
             for name in found:
                 name = str(fs._strip_protocol(name))
-                if name.startswith(self._root + "/"):
+                if name.startswith(self._root + "/") and not (
+                    self.is_local and _TEMPORARY_NAME.fullmatch(name.rpartition("/")[2])
+                ):
                     keys.append(name[len(self._root) + 1 :])
             return sorted(keys)
 

@@ -348,3 +348,41 @@ def test_a_pickled_range_source_reads_in_a_subprocess(store: ObjectStore, tmp_pa
     assert child.returncode == 0, child.stderr
     qty = table.column("qty").to_pylist()
     assert child.stdout.split() == ["5", "20000", str(sum(qty))]
+
+
+def test_a_filtered_read_fetches_only_the_pages_it_plans(store: ObjectStore) -> None:
+    """Statistics and the page index (inside the tail here) prune to one row group and one
+    page per column: the read fetches at most the bytes its plan names, and equals the local
+    filtered read."""
+    num_rows = 200_000
+    rng = np.random.default_rng(3)
+    table = pa.table(
+        {
+            "x": np.arange(num_rows, dtype=np.int64),
+            "y": rng.normal(size=num_rows),
+            "s": [f"sym{i % 50:03d}" for i in range(num_rows)],
+        }
+    )
+    data = _parquet(
+        table,
+        "streamwrite",
+        row_group_size=20_000,
+        data_page_row_limit=1000,
+        write_page_index=True,
+        bloom_filter_options={"s": True},
+    )
+    store.put_if_absent("filtered/data.parquet", data)
+    filters = [("x", ">=", 55_000), ("x", "<", 55_100)]
+    store.stats.reset()
+    pf = streamwrite.ParquetFile(
+        RangeSource(store, "filtered/data.parquet", len(data), cache=RangeCache())
+    )
+    plan = pf.plan(filters, columns=["y"])
+    assert store.stats.num_requests == 1  # the tail holds footer and page indexes
+    assert (plan.num_row_groups_read, plan.num_pages_read) == (1, 2)
+    store.stats.reset()
+    got = pf.read(["y"], filters=filters)
+    assert got.equals(streamwrite.ParquetFile(data).read(["y"], filters=filters))
+    assert got.num_rows == 100
+    assert store.stats.num_requests == 2
+    assert 0 < store.stats.num_bytes <= plan.bytes_read

@@ -117,6 +117,13 @@ def test_put_file_of_a_short_file_leaves_no_object(store: ObjectStore, tmp_path:
         store.put_file("seg/data.parquet", tmp_path / "missing", 10)
 
 
+def test_a_local_roots_temporary_files_are_not_listed(tmp_path: Path) -> None:
+    store = open_store(str(tmp_path))
+    store.put_if_absent("_txn_log/00000000000000000001.json", b"{}")
+    (tmp_path / "_txn_log" / f".00000000000000000002.json.{'0' * 32}.tmp").write_bytes(b"{")
+    assert store.list("_txn_log") == ["_txn_log/00000000000000000001.json"]
+
+
 def test_list_and_delete(store: ObjectStore) -> None:
     keys = [
         "_txn_log/00000000000000000002.json",
