@@ -386,3 +386,40 @@ def test_a_filtered_read_fetches_only_the_pages_it_plans(store: ObjectStore) -> 
     assert got.num_rows == 100
     assert store.stats.num_requests == 2
     assert 0 < store.stats.num_bytes <= plan.bytes_read
+
+
+@pytest.mark.parametrize("writer", ["streamwrite", "pyarrow"])
+def test_a_full_read_makes_one_request_per_row_group(store: ObjectStore, writer: str) -> None:
+    """The reader announces each row group's chunks (prefetch): touching chunks merge into
+    one request, and no byte is fetched twice (the tail's share of the last row group is not
+    fetched again)."""
+    table = reference_table(240_000)
+    data = _parquet(table, writer, row_group_size=30_000)
+    store.put_if_absent("full/data.parquet", data)
+    store.stats.reset()
+    pf = streamwrite.ParquetFile(
+        RangeSource(store, "full/data.parquet", len(data), cache=RangeCache())
+    )
+    assert pf.read().equals(table)
+    assert store.stats.num_requests == 1 + pf.num_row_groups
+    assert store.stats.num_bytes == len(data) - 4  # all but the leading magic, once
+
+
+def test_a_chunk_running_into_the_tail_fetches_only_what_the_tail_lacks(
+    store: ObjectStore,
+) -> None:
+    """The last column's last chunk starts before the tail and ends inside it: the read
+    fetches the bytes before the tail, once; the tail stays as fetched."""
+    table = reference_table(60_000)
+    data = _parquet(table, "streamwrite", row_group_size=30_000)
+    store.put_if_absent("cross/data.parquet", data)
+    offset, size = _chunk_ranges(data, "order_id")[-1]
+    tail_offset = len(data) - DEFAULT_TAIL_SIZE
+    assert offset < tail_offset < offset + size
+    cache = RangeCache()
+    pf = streamwrite.ParquetFile(RangeSource(store, "cross/data.parquet", len(data), cache=cache))
+    store.stats.reset()
+    assert pf.read_row_group(1, ["order_id"]).equals(table.slice(30_000).select(["order_id"]))
+    assert (store.stats.num_requests, store.stats.num_bytes) == (1, tail_offset - offset)
+    # kept: the tail as fetched, and the chunk (under 1 MiB)
+    assert (len(cache), cache.size) == (2, DEFAULT_TAIL_SIZE + size)
