@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 
+import streamwrite
 from streamwrite.errors import ConfigError, CorruptFileError, StreamwriteIOError
-from streamwrite.io.remote import FetchStats, ObjectStore, open_store
+from streamwrite.io.range_cache import RangeCache
+from streamwrite.io.remote import FetchStats, ObjectStore, RangeSource, open_store
 from streamwrite.testing.s3 import S3Server
 
 REPO = Path(__file__).resolve().parents[2]
@@ -182,6 +184,10 @@ def test_a_network_failure_is_a_streamwrite_io_error_naming_the_url() -> None:
             assert caught.value.errno != errno.ENOENT, name
         with pytest.raises(StreamwriteIOError, match="s3://gone/prefix/_txn_log"):
             store.list("_txn_log")
+        source = RangeSource(store, "seg/data.parquet", 40, cache=RangeCache())
+        with pytest.raises(StreamwriteIOError) as caught:
+            streamwrite.ParquetFile(source)
+        assert url in str(caught.value) and caught.value.errno != errno.ENOENT
 
 
 def test_errors_pickle() -> None:
