@@ -423,3 +423,37 @@ def test_a_chunk_running_into_the_tail_fetches_only_what_the_tail_lacks(
     assert (store.stats.num_requests, store.stats.num_bytes) == (1, tail_offset - offset)
     # kept: the tail as fetched, and the chunk (under 1 MiB)
     assert (len(cache), cache.size) == (2, DEFAULT_TAIL_SIZE + size)
+
+
+class _CountingSource:
+    """The README's ByteSource: any object with ``size``, ``read`` and ``close``."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.size = data, len(data)
+        self.reads: list[tuple[int, int]] = []
+
+    def read(self, offset: int, size: int) -> bytes:
+        self.reads.append((offset, size))
+        return self.data[offset : offset + size]
+
+    def close(self) -> None:
+        pass
+
+
+def test_any_byte_source_is_read_by_parquet_file_and_read_table() -> None:
+    table = reference_table(5000)
+    data = _parquet(table, "streamwrite", row_group_size=1000)
+    source = _CountingSource(data)
+    assert isinstance(source, streamwrite.ByteSource)
+    pf = streamwrite.ParquetFile(source)
+    assert (0, 4) in source.reads  # no verify_head attribute: the leading magic is checked
+    assert pf.read(["qty"]).equals(table.select(["qty"]))
+    assert streamwrite.read_table(_CountingSource(data), columns=["ts"]).equals(
+        table.select(["ts"])
+    )
+    with pytest.raises(CorruptFileError, match="magic"):
+        streamwrite.ParquetFile(_CountingSource(b"XXXX" + data[4:]))
+    short = _CountingSource(data)
+    short.read = lambda offset, size: data[offset : offset + size - 1]  # type: ignore[method-assign]
+    with pytest.raises(CorruptFileError, match="Short read"):
+        streamwrite.ParquetFile(short)
