@@ -490,7 +490,16 @@ def _temporary_name(path: str) -> str:
     return f"{directory}/.{quote(name)}.{uuid.uuid4().hex}.tmp"
 
 
-def _local_replace(path: str, write: Callable[[Any], None]) -> None:
+def _sync_directory(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_temporary(path: str, write: Callable[[Any], None]) -> str:
+    """A durable temporary file beside ``path`` holding what ``write`` writes; its name."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     temporary = _temporary_name(path)
     try:
@@ -498,24 +507,37 @@ def _local_replace(path: str, write: Callable[[Any], None]) -> None:
             write(target)
             target.flush()
             os.fsync(target.fileno())
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+    return temporary
+
+
+def _local_replace(path: str, write: Callable[[Any], None]) -> None:
+    """Make ``path`` hold what ``write`` writes, whole or not at all, durably."""
+    temporary = _write_temporary(path, write)
+    try:
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
         raise
+    _sync_directory(os.path.dirname(path))
 
 
 def _local_create(path: str, data: bytes) -> bool:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    temporary = _temporary_name(path)
-    with open(temporary, "wb") as target:
-        target.write(data)
-        target.flush()
-        os.fsync(target.fileno())
+    """Create ``path`` holding ``data`` unless it exists (whole or not at all, durably).
+
+    Returns:
+        Whether this call created it.
+    """
+    temporary = _write_temporary(path, lambda target: target.write(data))
     try:
         os.link(temporary, path)  # atomic, and fails when the name exists
     except FileExistsError:
         return False
     finally:
         os.unlink(temporary)
+    _sync_directory(os.path.dirname(path))
     return True
