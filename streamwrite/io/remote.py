@@ -73,6 +73,7 @@ class FetchStats:
         self._lock = threading.Lock()
         self._num_requests = 0
         self._num_bytes = 0
+        self._num_metadata_requests = 0
 
     @classmethod
     def for_url(cls, url: str) -> FetchStats:
@@ -93,20 +94,34 @@ class FetchStats:
         """Bytes those requests returned."""
         return self._num_bytes
 
+    @property
+    def num_metadata_requests(self) -> int:
+        """Size look-ups (HEAD) and listings made: not data, not in :attr:`num_requests`."""
+        return self._num_metadata_requests
+
     def record(self, num_bytes: int) -> None:
-        """Count one request that returned ``num_bytes`` bytes."""
+        """Count one data request that returned ``num_bytes`` bytes."""
         with self._lock:
             self._num_requests += 1
             self._num_bytes += num_bytes
+
+    def record_metadata(self) -> None:
+        """Count one size look-up or listing."""
+        with self._lock:
+            self._num_metadata_requests += 1
 
     def reset(self) -> None:
         """Start counting from zero."""
         with self._lock:
             self._num_requests = 0
             self._num_bytes = 0
+            self._num_metadata_requests = 0
 
     def __repr__(self) -> str:
-        return f"FetchStats(num_requests={self._num_requests}, num_bytes={self._num_bytes})"
+        return (
+            f"FetchStats(num_requests={self._num_requests}, num_bytes={self._num_bytes}, "
+            f"num_metadata_requests={self._num_metadata_requests})"
+        )
 
 
 def _normalise_root(url: str) -> tuple[str, str, str]:
@@ -274,6 +289,7 @@ class ObjectStore:
         def info() -> int | None:
             fs = self.fs
             fs.invalidate_cache(path)
+            self.stats.record_metadata()
             try:
                 entry = fs.info(path)
             except FileNotFoundError:
@@ -443,6 +459,7 @@ class ObjectStore:
         def find() -> list[str]:
             fs = self.fs
             fs.invalidate_cache(base)
+            self.stats.record_metadata()
             try:
                 found = fs.find(base)
             except FileNotFoundError:
