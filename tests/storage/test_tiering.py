@@ -30,6 +30,7 @@ from streamwrite.table.api import open_table
 from tests.storage._tiering_support import (
     SCHEMA,
     TABLE_OPTIONS,
+    check_readers,
     make_batch,
     read_record,
     read_rows,
@@ -109,7 +110,7 @@ def test_tier_moves_settled_segments_and_publishes_the_log(
     view = decode_txn_payload(store.read_all(logs[-1]))
     assert view.partitions == record.cold_view().partitions
     assert view.cold == url
-    assert read_rows(tmp_path, store).equals(reference)
+    check_readers(tmp_path, store, reference, storage_options)
 
 
 def test_appends_after_tiering_start_new_segments(
@@ -145,6 +146,7 @@ def test_appends_after_tiering_start_new_segments(
     run(main)
     rows = read_rows(tmp_path, store)
     assert rows.column("id").to_pylist() == list(range(400))
+    check_readers(tmp_path, store, rows, storage_options)
     record = read_record(tmp_path)
     for segments in record.partitions.values():
         flags = [s.is_cold for s in segments]
