@@ -15,6 +15,9 @@ import pytest
 import xxhash
 
 import streamwrite
+from streamwrite.crypto import EncryptionConfig, InMemoryKms, KeyWrapper
+from streamwrite.crypto.encryption import FileEncryption
+from streamwrite.crypto.live_keys import decryption_for
 from streamwrite.errors import ConfigError, StateError, StreamwriteIOError
 from streamwrite.format.txn import (
     DATA_FILE,
@@ -491,3 +494,40 @@ def test_a_local_directory_as_cold_storage(tmp_path: Path) -> None:
     # engines listing the root see exactly the cold segments
     listed = sorted(str(p.relative_to(root)) for p in root.rglob("*.parquet"))
     assert listed == sorted(f"{path}/{DATA_FILE}" for path in moved)
+
+
+def test_an_encrypted_table_tiers_and_reads_back(
+    tmp_path: Path, bucket: str, storage_options: dict[str, Any]
+) -> None:
+    url = _url(bucket)
+    keys = {"kf": bytes(range(16)), "k1": bytes(range(16, 32))}
+    config = EncryptionConfig(footer_key_id="kf", column_keys={"value": "k1"})
+    encryption = FileEncryption(KeyWrapper(InMemoryKms(keys), config))
+    options = {**TABLE_OPTIONS, "encryption": encryption}
+
+    async def main() -> None:
+        table = await open_table(
+            tmp_path, SCHEMA, cold_storage=url, storage_options=storage_options, **options
+        )
+        try:
+            await table.append(make_batch(0, 100))
+            await table.flush()
+            assert len(await table.tier()) == 2
+        finally:
+            await table.close()
+        # reopening (the newest local segment is opened to check the keys) and appending
+        table = await open_table(
+            tmp_path, cold_storage=url, storage_options=storage_options, **options
+        )
+        try:
+            await table.append(make_batch(100, 100))
+        finally:
+            await table.close()
+
+    run(main)
+    rows = streamwrite.read_table(
+        tmp_path, decryption=decryption_for(encryption), storage_options=storage_options
+    )
+    assert sorted(rows.column("id").to_pylist()) == list(range(200))
+    record = read_record(tmp_path)
+    assert sum(s.is_cold for ss in record.partitions.values() for s in ss) == 2
