@@ -841,8 +841,8 @@ class Table:
         """Pin the newest committed version (readable while appends and compaction go on).
 
         Release it (``with table.snapshot() as snap:`` or ``snap.release()``) when done:
-        until then compaction keeps every segment it reads. Its cold segments are read
-        from the table's cold storage, with its ``storage_options``.
+        until then compaction keeps every segment it reads. Its cold segments are read from
+        the table's cold storage with the table's ``storage_options``.
         """
         options = None if self._tiering is None else self._tiering.store.storage_options
         return snapshot_of(self.path, self._machine.record, self.pins, options)

@@ -25,6 +25,11 @@ never sees one half-written. Rules of :func:`read_remote_record`:
 - **No log object** under the URL: it is not a table (or it never tiered a segment):
   :class:`~streamwrite.errors.StreamwriteIOError` with ``errno`` ``ENOENT``.
 
+Versions: a log object is put for each ``_txn`` version that changes the cold view (a move);
+later local-only versions (commits to local segments, the sweep of retired copies) put none,
+so the newest version a URL shows may be lower than the table's local ``_txn`` version while
+listing the same cold segments.
+
 The record lists only cold segments (the cold view): what the URL can serve. Its segments are
 read at their recorded sizes from ``cold_object_key(partition/segment)`` under the URL
 (:mod:`streamwrite.table.cold`). Nothing local is read or written.

@@ -25,6 +25,7 @@ from streamwrite.format.txn import (
 )
 from streamwrite.io.remote import ObjectStore, open_store
 from streamwrite.io.txn import read_txn
+from streamwrite.options import CompactionPolicy
 from streamwrite.table.api import open_table
 from streamwrite.table.state import write_txn
 from streamwrite.testing import reference_table
@@ -55,6 +56,37 @@ def write_table(path: Path, batches: Iterable[pa.Table], **options: Any) -> TxnR
             for i, batch in enumerate(batches):
                 await table.append(batch, app_id="w", batch_id=i)
             return table.record
+
+    return anyio.run(functools.partial(go))
+
+
+NO_COMPACTION = CompactionPolicy(min_small_row_groups=10**6, grace_seconds=0.0)
+"""Compaction never merges (every settled segment may move); retired copies go at once."""
+
+
+def tier_table(
+    path: Path, url: str, storage_options: Mapping[str, Any] | None, **options: Any
+) -> list[str]:
+    """Reopen the table at ``path`` with cold storage ``url`` and ``table.tier()`` every
+    segment due at once (``cold_after=0``), then sweep the local copies; returns the paths
+    moved."""
+
+    async def go() -> list[str]:
+        async with await open_table(
+            path,
+            **{
+                **OPTIONS,
+                "compaction": NO_COMPACTION,
+                "commit_interval": None,
+                **options,
+                "cold_storage": url,
+                "storage_options": storage_options,
+                "cold_after": 0.0,
+            },
+        ) as table:
+            moved = await table.tier()
+            await table.sweep_retired()
+            return moved
 
     return anyio.run(functools.partial(go))
 

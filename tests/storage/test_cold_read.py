@@ -8,6 +8,7 @@ import pickle
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
@@ -193,3 +194,78 @@ def test_a_missing_local_segment_is_still_damage(table: Path) -> None:
     shutil.rmtree(table / name)
     with pytest.raises(CorruptFileError, match="committed data is gone"):
         streamwrite.read_table(table)
+
+
+NO_COMPACTION = streamwrite.CompactionPolicy(min_small_row_groups=10**6, grace_seconds=0.0)
+"""Compaction never merges (every settled segment may move); retired copies go at once."""
+
+
+async def _tiered_table(path: Path, url: str, options: dict[str, Any] | None) -> dict[str, Any]:
+    """Six commits, ``table.tier()``, the local copies swept; what the writer saw."""
+    async with await streamwrite.open_table(
+        path,
+        tick_rows(1).schema,
+        timestamp="ts",
+        partition_by="day",
+        segment_row_groups=1,
+        commit_interval=None,
+        compaction=NO_COMPACTION,
+        compaction_interval=None,
+        cold_storage=url,
+        storage_options=options,
+        cold_after=0.0,
+    ) as table:
+        for i in range(6):
+            await table.append(tick_rows(300, 300 * i), app_id="w", batch_id=i)
+        with table.snapshot() as before:
+            want = before.read()
+        moved = await table.tier()
+        await table.sweep_retired()
+        with table.snapshot() as after:
+            got = after.read()
+            cold = [
+                name
+                for name, _ in after.files
+                if after.segment_location(name) != str(path / name / "data.parquet")
+            ]
+            filtered = after.read(filters=[("qty", "<", 100)])
+        return {"want": want, "got": got, "moved": moved, "cold": cold, "filtered": filtered}
+
+
+def test_table_snapshot_reads_the_segments_tier_moved(
+    tmp_path: Path, bucket: str, storage_options: dict[str, Any]
+) -> None:
+    path = tmp_path / "t"
+    url = f"s3://{bucket}/cold"
+    seen = anyio.run(_tiered_table, path, url, storage_options)
+    assert seen["moved"] and sorted(seen["cold"]) == sorted(seen["moved"])
+    assert not any((path / name).exists() for name in seen["moved"])  # swept locally
+    assert seen["got"].equals(seen["want"])
+    assert seen["filtered"].equals(seen["want"].filter(pc.field("qty") < 100))
+    after_close = streamwrite.read_table(path, storage_options=storage_options)
+    assert after_close.equals(seen["want"])
+    by_url = streamwrite.read_table(url, storage_options=storage_options)
+    cold_rows = pa.concat_tables(
+        [
+            read_snapshot(path, storage_options=storage_options).open_segment(n, s).read()
+            for n, s in read_snapshot(path).files
+            if n in seen["moved"]
+        ]
+    )
+    assert by_url.sort_by("order_id").equals(cold_rows.sort_by("order_id"))
+
+
+def test_a_table_url_of_a_local_directory_reads_as_any_fsspec_url(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    root = tmp_path / "cold"
+    url = f"file://{root}"
+    seen = anyio.run(_tiered_table, path, url, None)
+    assert seen["moved"]
+    by_url = streamwrite.read_table(url)
+    assert by_url.num_rows == sum(
+        read_snapshot(url).open_segment(n, s).metadata.num_rows for n, s in read_snapshot(url).files
+    )
+    assert set(by_url.column("order_id").to_pylist()) <= set(
+        seen["want"].column("order_id").to_pylist()
+    )
+    assert streamwrite.read_table(path).equals(seen["want"])  # no options needed for file://

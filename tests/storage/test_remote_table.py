@@ -14,13 +14,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
 import streamwrite
-from streamwrite.errors import ConfigError, CorruptFileError, StreamwriteIOError
+from streamwrite.crypto import EncryptionConfig, InMemoryKms, KeyWrapper
+from streamwrite.crypto.encryption import FileEncryption
+from streamwrite.crypto.live_keys import decryption_for
+from streamwrite.errors import ConfigError, CorruptFileError, EncryptionError, StreamwriteIOError
 from streamwrite.format.txn import cold_object_key, txn_log_name
 from streamwrite.io.remote import DEFAULT_TAIL_SIZE, RANGE_CACHE, open_store
 from streamwrite.reader.file import ParquetFile
@@ -30,21 +34,24 @@ from tests.storage._cold_tables import (
     bucket_objects,
     tick_rows,
     tier_by_hand,
+    tier_table,
     tree,
     write_table,
 )
 
 HERE = Path(__file__).resolve().parent
+KEYS = {"kf": bytes(range(16)), "k1": bytes(range(16, 32))}
 
 
 @pytest.fixture
 def cold_table(tmp_path: Path, bucket: str, storage_options: dict[str, Any]) -> tuple[Path, str]:
     """A table of 6 commits over two day partitions (segments of 2 row groups), every
-    segment tiered to ``s3://<bucket>/ticks`` and deleted locally."""
+    segment moved to ``s3://<bucket>/ticks`` by ``table.tier()`` and swept locally."""
     path = tmp_path / "t"
     write_table(path, [tick_rows(500, 500 * i) for i in range(6)], segment_row_groups=2)
     url = f"s3://{bucket}/ticks"
-    tier_by_hand(path, url, storage_options)
+    moved = tier_table(path, url, storage_options, segment_row_groups=2)
+    assert sorted(moved) == sorted(name for name, _ in read_snapshot(path).files)
     return path, url
 
 
@@ -87,7 +94,9 @@ def test_reads_by_url_equal_the_local_reads_in_process(
     path, url = cold_table
     local = streamwrite.read_snapshot(path, storage_options=storage_options)
     remote = streamwrite.read_snapshot(url, storage_options=storage_options)
-    assert remote.version == local.version and remote.url == url
+    # the log has the version of the last move; later local-only versions (the sweep of
+    # retired copies) publish nothing there: the cold view did not change
+    assert remote.version <= local.version and remote.url == url
     assert tuple(remote.files) == tuple(local.files)
     assert remote.read().equals(local.read())
     assert remote.read(["price", "symbol"]).equals(local.read(["price", "symbol"]))
@@ -119,6 +128,9 @@ def test_the_newest_published_version_is_read_and_stray_names_skipped(
     assert [name for name, _ in second.files] == names
     assert second.read().equals(streamwrite.read_table(path))
     assert first.read().num_rows < second.read().num_rows  # the older version still reads
+    opts = storage_options
+    with streamwrite.snapshot_filesystem(url, first.version, storage_options=opts) as fs:
+        assert fs.version == first.version and len(fs.find("/")) == 1  # kept by retention
 
 
 def test_a_url_snapshot_pickles_as_url_and_options(
@@ -149,7 +161,7 @@ def test_a_one_column_read_fetches_at_most_1_2x_its_chunk_bytes(
         row_group_size=50_000,
     )
     url = f"s3://{bucket}/big"
-    tier_by_hand(path, url, storage_options)
+    assert len(tier_table(path, url, storage_options, segment_row_groups=4)) == 3
     snapshot = read_snapshot(url, storage_options=storage_options)
     store = open_store(url, storage_options)
     chunk_bytes = 0  # the price chunks of every row group, as pyarrow's metadata says
@@ -189,7 +201,7 @@ def test_pruning_skips_segments_by_partition_and_footer_on_a_url(
         batches.append(batch.set_column(3, "qty", pa.array(range(i * 1000, i * 1000 + 400))))
     write_table(path, batches, segment_row_groups=1)
     url = f"s3://{bucket}/t"
-    tier_by_hand(path, url, storage_options)
+    assert len(tier_table(path, url, storage_options, segment_row_groups=1)) == 8
     snapshot = read_snapshot(url, storage_options=storage_options)
     assert len(snapshot.files) == 8  # 4 commits x 2 day partitions
 
@@ -213,7 +225,7 @@ def test_pruning_skips_segments_by_partition_and_footer_on_a_url(
     assert snapshot.read(filters=[("qty", ">=", 3000)]).equals(want)
 
 
-@pytest.mark.parametrize("engine", ["pyarrow", "duckdb"])
+@pytest.mark.parametrize("engine", ["pyarrow", "duckdb", "polars"])
 def test_engines_read_a_url_table_through_the_snapshot_filesystem(
     cold_table: tuple[Path, str], storage_options: dict[str, Any], tmp_path: Path, engine: str
 ) -> None:
@@ -323,3 +335,74 @@ def test_readers_touch_nothing_local_nor_in_the_bucket(
                 assert pf.metadata.num_rows > 0
     assert tree(tmp_path) == files
     assert bucket_objects(store) == objects
+
+
+def test_a_url_table_reads_cold_segments_of_older_schemas_widened(
+    tmp_path: Path, bucket: str, storage_options: dict[str, Any]
+) -> None:
+    """Segments tiered before ``Table.add_columns`` lack the added column: a URL reader gives
+    them nulls there, as the local table does."""
+    path = tmp_path / "t"
+    url = f"s3://{bucket}/t"
+    write_table(path, [tick_rows(200, 200 * i) for i in range(2)], segment_row_groups=1)
+    tier_table(path, url, storage_options, segment_row_groups=1)
+
+    async def widen() -> None:
+        async with await streamwrite.open_table(
+            path,
+            timestamp="ts",
+            partition_by="day",
+            segment_row_groups=1,
+            commit_interval=None,
+            compaction_interval=None,
+            cold_storage=url,
+            storage_options=storage_options,
+        ) as table:
+            await table.add_columns([pa.field("note", pa.string())])
+            rows = tick_rows(200, 400)
+            rows = rows.append_column("note", pa.array(["n"] * 200))
+            await table.append(rows, app_id="w", batch_id=2)
+
+    anyio.run(widen)
+    tier_table(path, url, storage_options, segment_row_groups=1)
+    want = streamwrite.read_table(path, storage_options=storage_options)
+    got = streamwrite.read_table(url, storage_options=storage_options)
+    assert got.schema.names[-1] == "note" and got.num_rows == 600
+    assert got.equals(want)
+    assert got.column("note").null_count == 400
+    assert (
+        streamwrite.read_table(
+            url, columns=["note"], filters=[("note", "==", "n")], storage_options=storage_options
+        ).num_rows
+        == 200
+    )
+
+
+def test_an_encrypted_url_table_reads_with_its_keys(
+    tmp_path: Path, bucket: str, storage_options: dict[str, Any]
+) -> None:
+    config = EncryptionConfig(footer_key_id="kf", column_keys={"price": "k1", "symbol": "k1"})
+    encryption = FileEncryption(KeyWrapper(InMemoryKms(KEYS), config))
+    decryption = decryption_for(encryption)
+    path = tmp_path / "t"
+    url = f"s3://{bucket}/secret"
+    write_table(
+        path,
+        [tick_rows(300, 300 * i) for i in range(3)],
+        segment_row_groups=1,
+        encryption=encryption,
+    )
+    tier_by_hand(path, url, storage_options)
+    want = streamwrite.read_table(path, decryption=decryption, storage_options=storage_options)
+    got = streamwrite.read_table(url, decryption=decryption, storage_options=storage_options)
+    assert got.num_rows == 900 and got.equals(want)
+    filtered = streamwrite.read_table(
+        url,
+        columns=["price"],
+        filters=[("symbol", "==", "SYM001")],
+        decryption=decryption,
+        storage_options=storage_options,
+    )
+    assert filtered.equals(want.filter(pc.field("symbol") == "SYM001").select(["price"]))
+    with pytest.raises(EncryptionError):
+        streamwrite.read_table(url, storage_options=storage_options)
