@@ -23,14 +23,17 @@ with the table's defaults otherwise (zstd); the reference ticks span one UTC day
    ``data.parquet`` files; the action is the same for both,
    ``df.write.format("noop").mode("overwrite").save()`` (every column of every row reaches the
    JVM's rows; nothing is written). Round-robin, best of ``--repeat``, with CPU seconds as
-   above and the number of Spark tasks each reader plans; the row count and ``sum(qty)`` each
-   reader gives are checked equal to the input's first (not timed).
+   above, the number of Spark tasks each reader plans and the seconds that planning takes
+   (``df.rdd.getNumPartitions()`` of a new DataFrame: for the data source its planning runs in a
+   Python worker on the driver); the row count and ``sum(qty)`` each reader gives are checked
+   equal to the input's first (not timed).
 3. **Remote read bytes**: the biggest segment of the executor-mode table uploaded to a moto S3
    server on localhost (``streamwrite.testing.s3.S3Server``, HTTP, s3fs), then per column a
    one-column read, ``ParquetFile(RangeSource(store, key, size)).read([column])`` with an empty
-   range cache, counted by the store's ``FetchStats``: requests and bytes fetched against the
-   object's size and against the bytes of the column chunks the read needs (each row group's
-   chunk, dictionary page included, from pyarrow's view of the footer). Opening the file
+   range cache, counted by the store's ``FetchStats``: data requests (GETs; size look-ups and
+   listings counted apart) and bytes fetched against the object's size and against the bytes
+   of the column chunks the read needs (each row group's chunk, dictionary page included,
+   from pyarrow's view of the footer). Opening the file
    fetches the tail (64 KiB by default: the footer); the target compares what the read fetched
    after that with the chunk bytes that tail did not already hold (on a small segment the tail
    holds whole chunks). Each read is checked equal to the local file's column.
@@ -376,11 +379,13 @@ def run_reads(
         files = tuple(str(path) for path, _ in table_segments(table))
         source = spark.read.format("streamwrite").load(str(table))
         parquet = spark.read.parquet(*files)
-        tasks = {}
+        tasks, planning = {}, {}
         for reader, frame in (('format("streamwrite")', source), ("spark.read.parquet", parquet)):
             check = frame.agg(sf.count("*"), sf.sum("qty")).collect()[0]  # checked, not timed
             assert (check[0], check[1]) == (num_rows, qty_sum), (label, reader, check)
-            tasks[reader] = frame.rdd.getNumPartitions()
+            started = time.perf_counter()
+            tasks[reader] = frame.rdd.getNumPartitions()  # plans the scan (no rows read)
+            planning[reader] = time.perf_counter() - started
         timed = round_robin(
             {
                 'format("streamwrite")': lambda _, t=str(table): full_scan(
@@ -402,6 +407,7 @@ def run_reads(
                     len(files),
                     reader,
                     tasks[reader],
+                    f"{planning[reader]:.2f}",
                     f"{seconds:.2f}",
                     f"{num_rows / seconds:,.0f}",
                     fmt_ratio(best["spark.read.parquet"] / seconds),
@@ -417,6 +423,7 @@ def run_reads(
                 "segments",
                 "reader",
                 "Spark tasks",
+                "planning s",
                 "seconds",
                 "rows/s",
                 "rows/s vs spark.read.parquet",
@@ -513,6 +520,7 @@ def remote_segment(server: S3Server, table: Path, data: dict[str, Any]) -> str:
             [
                 column,
                 num_requests,
+                store.stats.num_metadata_requests,
                 fmt_bytes(fetched),
                 fmt_bytes(opening),
                 fmt_bytes(needed),
@@ -538,6 +546,7 @@ def remote_segment(server: S3Server, table: Path, data: dict[str, Any]) -> str:
             [
                 "column",
                 "GETs",
+                "size/list requests",
                 "bytes fetched",
                 "opening (footer)",
                 "chunk bytes needed",
@@ -626,6 +635,7 @@ def remote_table(server: S3Server, table: Path, data: dict[str, Any]) -> str:
             [
                 column,
                 num_requests,
+                store.stats.num_metadata_requests,
                 fmt_bytes(fetched),
                 fmt_bytes(needed),
                 "-" if ratio is None else fmt_ratio(ratio),
@@ -651,6 +661,7 @@ def remote_table(server: S3Server, table: Path, data: dict[str, Any]) -> str:
             [
                 "column",
                 "GETs",
+                "size/list requests",
                 "bytes fetched",
                 "chunk bytes needed",
                 "fetched - metadata vs needed beyond the tails",
