@@ -17,16 +17,19 @@ with the table's defaults otherwise (zstd); the reference ticks span one UTC day
    ``/proc/PID/stat``) of the processes it ran in: the Spark JVM (tasks, JIT and GC threads),
    the Python workers Spark forks, and this driver process; the best run's are shown, with
    the peer's CPU total over each one's (a CPU-time ratio: on a shared, loaded machine the
-   wall-clock ratio also measures who got the cores).
+   wall-clock ratio also measures who got the cores). A last row, not a writer, is the floor
+   of any executor-side Python writer: a ``mapInArrow`` that only counts the rows it gets.
 2. **Reads**: each table the streamwrite writers made, read in full by
    ``spark.read.format("streamwrite")`` and by ``spark.read.parquet`` of the same
    ``data.parquet`` files; the action is the same for both,
    ``df.write.format("noop").mode("overwrite").save()`` (every column of every row reaches the
    JVM's rows; nothing is written). Round-robin, best of ``--repeat``, with CPU seconds as
    above, the number of Spark tasks each reader plans and the seconds that planning takes
-   (``df.rdd.getNumPartitions()`` of a new DataFrame: for the data source its planning runs in a
-   Python worker on the driver); the row count and ``sum(qty)`` each reader gives are checked
-   equal to the input's first (not timed).
+   (loading a new DataFrame and ``df.rdd.getNumPartitions()``: for the data source, its
+   schema and planning run in Python workers on the driver); the row count and ``sum(qty)``
+   each reader gives are checked equal to the input's first (not timed). A third reader is
+   the floor of any Python data source: one (defined in this script) that decodes the same
+   files with pyarrow's C++ reader, one task per row group, and hands Spark the batches.
 3. **Remote read bytes**: the biggest segment of the executor-mode table uploaded to a moto S3
    server on localhost (``streamwrite.testing.s3.S3Server``, HTTP, s3fs), then per column a
    one-column read, ``ParquetFile(RangeSource(store, key, size)).read([column])`` with an empty
@@ -69,6 +72,7 @@ from __future__ import annotations
 import contextlib
 import cProfile
 import io
+import json
 import os
 import pstats
 import shutil
@@ -138,6 +142,7 @@ def start_spark(driver_memory: str) -> Any:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     streamwrite.spark.register(spark)
+    spark.dataSource.register(PyarrowSource.make())
     return spark
 
 
@@ -252,6 +257,58 @@ def cpu_cells(cpu: dict[str, float], peer: dict[str, float]) -> list[str]:
 CPU_HEADERS = [*(f"CPU s {kind}" for kind in CPU_KINDS), "CPU s all", "CPU vs peer"]
 
 
+def count_batches(batches: Any) -> Any:
+    """A ``mapInArrow`` function that reads every batch and writes nothing: what the
+    JVM-to-Python transfer alone costs an executor-side writer."""
+    num_rows = sum(batch.num_rows for batch in batches)
+    yield pa.RecordBatch.from_pydict({"num_rows": [num_rows]})
+
+
+class PyarrowSource:
+    """A Python data source (``bench_pyarrow``) reading Parquet files with pyarrow's C++
+    reader, one task per row group: what the Python-to-JVM transfer of a data source costs
+    with the fastest decoder at hand (defined here and pickled by value)."""
+
+    @staticmethod
+    def make() -> type:
+        from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+        class Reader(DataSourceReader):  # type: ignore[misc]
+            def __init__(self, files: list[str], schema: Any) -> None:
+                self.files = files
+                self.schema = schema
+
+            def partitions(self) -> list[Any]:
+                return [
+                    InputPartition((path, i))
+                    for path in self.files
+                    for i in range(pq.ParquetFile(path).metadata.num_row_groups)
+                ]
+
+            def read(self, partition: Any) -> Any:
+                from pyspark.sql.pandas.types import to_arrow_schema
+
+                path, i = partition.value
+                target = to_arrow_schema(self.schema, timezone="UTC")
+                table = pq.ParquetFile(path).read_row_group(i).select(target.names)
+                yield from table.cast(target).to_batches(max_chunksize=65536)
+
+        class Source(DataSource):  # type: ignore[misc]
+            @classmethod
+            def name(cls) -> str:
+                return "bench_pyarrow"
+
+            def schema(self) -> Any:
+                from pyspark.sql.types import StructType
+
+                return StructType.fromJson(json.loads(self.options["schema"]))
+
+            def reader(self, schema: Any) -> Any:
+                return Reader(self.options["files"].split("\n"), schema)
+
+        return Source
+
+
 @dataclass
 class Writer:
     """One way of writing the DataFrame into a directory."""
@@ -288,12 +345,17 @@ def run_writes(
         frame.write.option("compression", "zstd").parquet(str(path))
         return None
 
+    def transfer_floor(frame: Any, path: Path) -> object:
+        path.mkdir()
+        return frame.mapInArrow(count_batches, "num_rows BIGINT").collect()
+
     peer_label = "df.write.parquet (snappy, Spark's default)"
     writers = [
         Writer("executor mode (streamwrite.spark.write)", executors, True),
         Writer("driver mode (foreach_batch_sink, toArrow)", driver, True),
         Writer(peer_label, parquet, False),
         Writer("df.write.parquet (zstd)", parquet_zstd, False),
+        Writer("floor: mapInArrow that only counts rows (no write)", transfer_floor, False),
     ]
     out = workdir / "writes"
     out.mkdir()
@@ -377,22 +439,26 @@ def run_reads(
     load_before = load_average()
     for label, table in tables.items():
         files = tuple(str(path) for path, _ in table_segments(table))
-        source = spark.read.format("streamwrite").load(str(table))
-        parquet = spark.read.parquet(*files)
+        schema = spark.read.parquet(*files).schema.json()
+        frames = {
+            'format("streamwrite")': lambda t=str(table): spark.read.format("streamwrite").load(t),
+            "spark.read.parquet": lambda f=files: spark.read.parquet(*f),
+            "floor: a Python data source decoding with pyarrow": lambda f=files, j=schema: (
+                spark.read.format("bench_pyarrow")
+                .option("files", "\n".join(f))
+                .option("schema", j)
+                .load()
+            ),
+        }
         tasks, planning = {}, {}
-        for reader, frame in (('format("streamwrite")', source), ("spark.read.parquet", parquet)):
-            check = frame.agg(sf.count("*"), sf.sum("qty")).collect()[0]  # checked, not timed
+        for reader, make in frames.items():
+            check = make().agg(sf.count("*"), sf.sum("qty")).collect()[0]  # checked, not timed
             assert (check[0], check[1]) == (num_rows, qty_sum), (label, reader, check)
             started = time.perf_counter()
-            tasks[reader] = frame.rdd.getNumPartitions()  # plans the scan (no rows read)
+            tasks[reader] = make().rdd.getNumPartitions()  # load and plan (no rows read)
             planning[reader] = time.perf_counter() - started
         timed = round_robin(
-            {
-                'format("streamwrite")': lambda _, t=str(table): full_scan(
-                    spark.read.format("streamwrite").load(t)
-                ),
-                "spark.read.parquet": lambda _, f=files: full_scan(spark.read.parquet(*f)),
-            },
+            {reader: (lambda _, make=make: full_scan(make())) for reader, make in frames.items()},
             repeat,
         )
         best = {reader: seconds for reader, (seconds, _) in timed.items()}
