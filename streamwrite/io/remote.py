@@ -9,24 +9,16 @@ boundaries (Spark executors, subprocesses). Every failure of the filesystem surf
 ``errno`` ``ENOENT``); an object shorter than it should be is a
 :class:`~streamwrite.errors.CorruptFileError`.
 
-A :class:`RangeSource` is one object of a known size as a reader's byte source
-(``.size``, ``.read(offset, size)``, ``.close()``: what :class:`streamwrite.ParquetFile`
-reads). Its reading plan, for an object of ``size`` bytes::
+A :class:`~streamwrite.io.ranged.RangeSource` (re-exported here) reads one object by byte
+ranges for :class:`streamwrite.ParquetFile`: the tail first, then exactly the ranges asked for,
+through a bounded process-wide cache (:mod:`streamwrite.io.ranged` has the reading plan).
 
-    first read                GET [size - min(size, tail_size), size)   the tail: footer
-                                                                         length, magic and
-                                                                         (usually) the footer
-    a read ending in the tail GET [offset, tail start), merged           a longer footer
-                                                                         widens the tail once
-    any other read            GET [offset, offset + size) exactly        a column chunk, an
-                                                                         index, a bloom filter
-
-so a one-column read fetches the tail plus exactly the column chunks it decodes, never the whole
-object. Every fetched range goes through a :class:`RangeCache`: bounded by bytes, least recently
-used out first, shared by the whole process by default (:data:`RANGE_CACHE`), keyed by
-``(root URL, key, object size)``, so planning a read and then reading the same object (two
-``ParquetFile`` objects) fetch its footer once. Cold objects are immutable once published, so a
-cached range never goes stale; a different size is a different cache key.
+A local root (``file://`` or a path) has the same semantics as S3: :meth:`ObjectStore.put_file`
+writes a temporary file (``.<name>.<uuid>.tmp``, never listed) and renames it, so an object
+appears whole or not at all; :meth:`ObjectStore.put_if_absent` links a complete temporary file
+to the name (``link`` fails when the name exists: an exclusive create that never shows a
+partial object). Other fsspec filesystems put with ``mode="create"`` (fsspec's own check for
+existence first where the backend has no conditional put).
 
 :class:`FetchStats` counts the data requests (GETs) and the bytes they returned, per root URL and
 process (every store of one root shares them), so that a test or benchmark can measure what a
@@ -38,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -48,7 +41,8 @@ import fsspec  # type: ignore[import-untyped]  # fsspec ships no type hints
 from fsspec.utils import get_protocol  # type: ignore[import-untyped]
 
 from streamwrite.errors import ConfigError, CorruptFileError, StreamwriteError, StreamwriteIOError
-from streamwrite.io.range_cache import RANGE_CACHE, ObjectId, RangeCache
+from streamwrite.io.range_cache import RANGE_CACHE, RangeCache
+from streamwrite.io.ranged import DEFAULT_TAIL_SIZE, RangeSource
 
 __all__ = [
     "DEFAULT_TAIL_SIZE",
@@ -60,12 +54,11 @@ __all__ = [
     "open_store",
 ]
 
-DEFAULT_TAIL_SIZE = 64 * 1024
-"""Bytes a :class:`RangeSource` fetches from the end of an object on its first read: the
-footer of most Parquet files fits (one request), a longer one widens it once."""
 UPLOAD_BLOCK_SIZE = 8 * 1024 * 1024
 """Bytes :meth:`ObjectStore.put_file` reads from the local file per write."""
 _LOCAL_PROTOCOLS = frozenset({"file", "local"})
+_TEMPORARY_NAME = re.compile(r"\..+\.[0-9a-f]{32}\.tmp")
+"""A local root's temporary files (:func:`_temporary_name`): never listed."""
 _T = TypeVar("_T")
 
 
@@ -330,6 +323,32 @@ class ObjectStore:
         self.stats.record(len(data))
         return bytes(data)
 
+    def read_ranges(self, key: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        """The bytes of each ``(offset, size)`` range of the object ``key``, one request per
+        range, made concurrently where the filesystem can (s3fs: at once, in batches). Each
+        request is counted in :attr:`stats`.
+
+        Raises:
+            StreamwriteIOError: no such object (``errno`` ``ENOENT``), or a request failed.
+        """
+        path = self.full_path(key)
+        if len(ranges) < 2:
+            return [self.read_range(key, offset, size) for offset, size in ranges]
+        starts = [offset for offset, _ in ranges]
+        ends = [offset + size for offset, size in ranges]
+        found = self._call(
+            f"read {len(ranges)} ranges of",
+            key,
+            lambda: self.fs.cat_ranges([path] * len(ranges), starts, ends, on_error="return"),
+        )
+        out: list[bytes] = []
+        for (offset, size), data in zip(ranges, found, strict=True):
+            if isinstance(data, BaseException):
+                self._call(f"read bytes [{offset}, {offset + size}) of", key, _raiser(data))
+            self.stats.record(len(data))
+            out.append(bytes(data))
+        return out
+
     def put_file(
         self,
         key: str,
@@ -438,7 +457,9 @@ class ObjectStore:
             keys = []
             for name in found:
                 name = str(fs._strip_protocol(name))
-                if name.startswith(self._root + "/"):
+                if name.startswith(self._root + "/") and not (
+                    self.is_local and _TEMPORARY_NAME.fullmatch(name.rpartition("/")[2])
+                ):
                     keys.append(name[len(self._root) + 1 :])
             return sorted(keys)
 
@@ -462,6 +483,13 @@ class ObjectStore:
                     self.fs.invalidate_cache(path)
 
             self._call("delete", key, remove)
+
+
+def _raiser(error: BaseException) -> Callable[[], bytes]:
+    def call() -> bytes:
+        raise error
+
+    return call
 
 
 def _temporary_name(path: str) -> str:
@@ -498,164 +526,3 @@ def _local_create(path: str, data: bytes) -> bool:
     finally:
         os.unlink(temporary)
     return True
-
-
-class RangeSource:
-    """The first ``size`` bytes of one object as a reader's byte source (the reading plan of
-    the module docstring); what ``ParquetFile(RangeSource(...))`` reads. Picklable (the store,
-    the key, the size; the process's :data:`RANGE_CACHE` on the other side).
-
-    Args:
-        store: the object's store.
-        key: the object's key.
-        size: its expected size in bytes (a cold segment's committed size).
-        cache: the range cache (default :data:`RANGE_CACHE`, the process's).
-        tail_size: bytes fetched from the end on the first read.
-
-    Raises:
-        ConfigError: a negative size, a non-positive ``tail_size``, a bad key.
-    """
-
-    verify_head = False
-    """Readers check the 4-byte leading magic only when it is already fetched: reading it
-    would cost a request of its own (pyarrow never reads it); the trailing magic and the
-    footer are always checked."""
-
-    def __init__(
-        self,
-        store: ObjectStore,
-        key: str,
-        size: int,
-        *,
-        cache: RangeCache | None = None,
-        tail_size: int = DEFAULT_TAIL_SIZE,
-    ) -> None:
-        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-            raise ConfigError(f"An object size must be an integer >= 0, not {size!r}.")
-        if not isinstance(tail_size, int) or isinstance(tail_size, bool) or tail_size < 1:
-            raise ConfigError(f"tail_size must be a positive integer, not {tail_size!r}.")
-        store.full_path(key)  # checks the key
-        self.store = store
-        self.key = key
-        self.size = size
-        self.cache = RANGE_CACHE if cache is None else cache
-        self.tail_size = tail_size
-        self._id: ObjectId = (store.url, key, size)
-        self._lock = threading.Lock()
-        self._tail_offset = size
-        self._tail = b""
-        self._tail_read = False
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_make_range_source, (self.store, self.key, self.size, self.tail_size))
-
-    @property
-    def url(self) -> str:
-        """The object's URL."""
-        return self.store.object_url(self.key)
-
-    def __repr__(self) -> str:
-        return f"RangeSource({self.url!r}, size={self.size})"
-
-    def holds(self, offset: int, size: int) -> bool:
-        """Whether ``[offset, offset + size)`` is already fetched (reading it costs no
-        request)."""
-        with self._lock:
-            if self._tail_read and offset >= self._tail_offset:
-                return True
-        return self.cache.get(self._id, offset, size) is not None
-
-    def read(self, offset: int, size: int) -> memoryview:
-        """Bytes ``[offset, offset + size)`` of the object, fetched as the module docstring
-        plans.
-
-        Raises:
-            CorruptFileError: the range runs past ``size``, or the object is shorter than
-                ``size`` bytes.
-            StreamwriteIOError: the object is missing (``errno`` ``ENOENT``), or the request
-                failed; the message names the object's URL.
-        """
-        if offset < 0 or size < 0 or offset + size > self.size:
-            raise CorruptFileError(
-                f"A read of {size} bytes at {offset} runs past the end of the "
-                f"{self.size}-byte object {self.url}.",
-                offset,
-            )
-        if size == 0:
-            return memoryview(b"")
-        with self._lock:
-            if not self._tail_read:
-                self._read_tail()
-            if offset < self._tail_offset < offset + size:
-                self._widen_tail(offset)
-            if offset >= self._tail_offset:
-                start = offset - self._tail_offset
-                return memoryview(self._tail)[start : start + size]
-        cached = self.cache.get(self._id, offset, size)
-        if cached is not None:
-            start, data = cached
-            return memoryview(data)[offset - start : offset - start + size]
-        data = self._fetch(offset, size)
-        self.cache.put(self._id, offset, data)
-        return memoryview(data)
-
-    def _read_tail(self) -> None:
-        """Take the tail from the cache (another reader of the object fetched it), or fetch
-        ``min(size, tail_size)`` bytes from the end in one request."""
-        cached = self.cache.get(self._id, self.size - 1, 1) if self.size else None
-        if cached is not None:
-            self._tail_offset, self._tail = cached
-        else:
-            length = min(self.size, self.tail_size)
-            self._tail = self._fetch(self.size - length, length)
-            self._tail_offset = self.size - length
-            self.cache.put(self._id, self._tail_offset, self._tail, tail=True)
-        self._tail_read = True
-
-    def _widen_tail(self, offset: int) -> None:
-        """Fetch ``[offset, tail start)`` and make the tail start at ``offset`` (a footer
-        longer than the first tail)."""
-        prefix = self._fetch(offset, self._tail_offset - offset)
-        self.cache.discard(self._id, self._tail_offset)
-        self._tail_offset, self._tail = offset, prefix + self._tail
-        self.cache.put(self._id, offset, self._tail, tail=True)
-
-    def _fetch(self, offset: int, size: int) -> bytes:
-        """One request for ``[offset, offset + size)``, checked to return every byte."""
-        try:
-            data = self.store.read_range(self.key, offset, size)
-        except StreamwriteIOError as exc:
-            if exc.errno != errno.ENOENT:
-                self._check_length(exc)
-            raise
-        if len(data) != size:
-            self._check_length(None)
-            raise CorruptFileError(
-                f"A read of bytes [{offset}, {offset + size}) of {self.url} returned "
-                f"{len(data)} bytes.",
-                offset + len(data),
-            )
-        return data
-
-    def _check_length(self, cause: BaseException | None) -> None:
-        """Raise CorruptFileError when the object is shorter than :attr:`size` (what a
-        failed or short range request most likely means)."""
-        try:
-            actual = self.store.size(self.key)
-        except StreamwriteIOError:
-            return  # the request's own error says more
-        if actual is None:
-            raise StreamwriteIOError(errno.ENOENT, f"The object {self.url} does not exist.")
-        if actual < self.size:
-            raise CorruptFileError(
-                f"The object {self.url} has {actual} bytes, fewer than the {self.size} "
-                "expected: it is truncated, or not the object recorded.",
-                actual,
-            ) from cause
-
-    def close(self) -> None:
-        """Nothing to release: requests hold nothing between reads."""
-
-
-def _make_range_source(store: ObjectStore, key: str, size: int, tail_size: int) -> RangeSource:
-    return RangeSource(store, key, size, tail_size=tail_size)

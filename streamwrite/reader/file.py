@@ -499,6 +499,7 @@ class ParquetFile:
             plan = plan_read(self, filters, columns, [i])
             return read_planned_row_group(self, plan, plan.row_groups[0])
         nodes = self._select(columns)
+        self._prefetch_chunks(i, nodes)
         arrays = [self._read_field(node, i) for node in nodes]
         lengths = {len(array) for array in arrays}
         if len(lengths) > 1:
@@ -507,6 +508,23 @@ class ParquetFile:
                 self.footer_offset,
             )
         return pa.Table.from_arrays(arrays, schema=pa.schema([node.field for node in nodes]))
+
+    def _prefetch_chunks(self, i: int, nodes: list[FieldNode]) -> None:
+        """Announce the chunks of ``nodes`` in row group ``i`` to a source fetching by ranges
+        (it fetches them at once). A chunk whose range is bad is left to the read, which
+        raises in column order as without prefetching."""
+        if not self._source.can_prefetch:
+            return
+        ranges = []
+        try:
+            for node in nodes:
+                for leaf in leaf_ids(node):
+                    spec = self._schema.columns[leaf]
+                    if self._chunk_meta(i, spec).num_values:
+                        ranges.append(self._chunk_range(i, spec))
+        except StreamwriteError:
+            return
+        self._source.prefetch(ranges)
 
     def read(self, columns: Sequence[str] | None = None, *, filters: object = None) -> pa.Table:
         """Read every row group, or with ``filters`` only the rows matching them.

@@ -70,8 +70,9 @@ class ByteSource(Protocol):
     ``read`` raises :class:`~streamwrite.errors.CorruptFileError` for a range past ``size`` or
     bytes that are missing, :class:`~streamwrite.errors.StreamwriteIOError` when they cannot be
     fetched. A source may also have ``verify_head: bool`` (False: the reader checks the leading
-    magic only when ``holds(0, 4)`` says it is already fetched, to save a request) and
-    ``holds(offset, size) -> bool``.
+    magic only when ``holds(0, 4)`` says it is already fetched, to save a request),
+    ``holds(offset, size) -> bool``, and ``prefetch(ranges)``, which the reader calls with the
+    ``(offset, size)`` column chunks of a row group before reading them one by one.
     """
 
     @property
@@ -158,6 +159,18 @@ class _Bytes:
         if len(data) != size:
             raise CorruptFileError(f"Short read: {len(data)} of {size} bytes.", offset)
         return memoryview(data)
+
+    @property
+    def can_prefetch(self) -> bool:
+        """Whether the source fetches announced ranges ahead (:meth:`prefetch`)."""
+        return callable(getattr(self._ranged, "prefetch", None))
+
+    def prefetch(self, ranges: list[tuple[int, int]]) -> None:
+        """Tell a :class:`ByteSource` that has ``prefetch`` the ``(offset, size)`` ranges about
+        to be read (it may fetch them at once); nothing for other sources."""
+        prefetch = getattr(self._ranged, "prefetch", None)
+        if prefetch is not None and ranges:
+            prefetch(ranges)
 
     def head_is_free(self) -> bool:
         """Whether reading the leading magic costs no request of its own (a local source, or

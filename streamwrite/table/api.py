@@ -189,7 +189,12 @@ async def open_table(
         CorruptFileError: a segment is behind the table's ``_txn``, or missing; the dedup log
             ``_txn`` names is missing, short or damaged (``dedup_window=0`` opens anyway).
         EncryptionError: an encrypted partition reopened without ``encryption``.
-        StreamwriteIOError: another process (or open) writes the table.
+        StreamwriteIOError: another process (or open) writes the table. (A cold storage
+            that cannot be reached does not stop the open: its recovery waits for the
+            first tiering round, and ``Table.last_tiering_error`` holds the error.)
+        StateError: the cold storage root belongs to another table (its ``_owner.json``),
+            or holds a ``_txn_log`` version newer than the table's ``_txn``: nothing there
+            or in the table was changed.
     """
     directory = Path(path)
     tiering = open_tiering(cold_storage, storage_options, cold_after)

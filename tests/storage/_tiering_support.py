@@ -71,3 +71,28 @@ def read_rows(directory: Path, store: ObjectStore) -> pa.Table:
         return SCHEMA.empty_table()
     rows = pa.concat_tables([p.select(SCHEMA.names).cast(SCHEMA) for p in pieces])
     return rows.sort_by("id")
+
+
+def check_readers(
+    directory: Path, store: ObjectStore, expected: pa.Table, options: dict[str, Any] | None
+) -> None:
+    """The table's rows are ``expected`` by every way of reading it: by hand from ``_txn``
+    (:func:`read_rows`), through ``streamwrite.read_table`` of the directory (cold segments by
+    ranges from the store), and through the table URL (the cold segments of the newest log
+    object: the rows of the cold segments ``_txn`` lists, when the log is current)."""
+    import streamwrite
+
+    assert read_rows(directory, store).equals(expected)
+    local = streamwrite.read_table(directory, storage_options=options)
+    assert local.select(SCHEMA.names).sort_by("id").equals(expected)
+    record = read_record(directory)
+    if record.cold is not None:
+        cold = [
+            pq.read_table(io.BytesIO(segment_bytes(directory, store, partition, segment)))
+            for partition in sorted(record.partitions)
+            for segment in record.partitions[partition]
+            if segment.is_cold
+        ]
+        remote = streamwrite.read_table(record.cold, storage_options=options)
+        expected_cold = pa.concat_tables([t.select(SCHEMA.names) for t in cold]).sort_by("id")
+        assert remote.select(SCHEMA.names).sort_by("id").equals(expected_cold)

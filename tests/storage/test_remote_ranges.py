@@ -348,3 +348,112 @@ def test_a_pickled_range_source_reads_in_a_subprocess(store: ObjectStore, tmp_pa
     assert child.returncode == 0, child.stderr
     qty = table.column("qty").to_pylist()
     assert child.stdout.split() == ["5", "20000", str(sum(qty))]
+
+
+def test_a_filtered_read_fetches_only_the_pages_it_plans(store: ObjectStore) -> None:
+    """Statistics and the page index (inside the tail here) prune to one row group and one
+    page per column: the read fetches at most the bytes its plan names, and equals the local
+    filtered read."""
+    num_rows = 200_000
+    rng = np.random.default_rng(3)
+    table = pa.table(
+        {
+            "x": np.arange(num_rows, dtype=np.int64),
+            "y": rng.normal(size=num_rows),
+            "s": [f"sym{i % 50:03d}" for i in range(num_rows)],
+        }
+    )
+    data = _parquet(
+        table,
+        "streamwrite",
+        row_group_size=20_000,
+        data_page_row_limit=1000,
+        write_page_index=True,
+        bloom_filter_options={"s": True},
+    )
+    store.put_if_absent("filtered/data.parquet", data)
+    filters = [("x", ">=", 55_000), ("x", "<", 55_100)]
+    store.stats.reset()
+    pf = streamwrite.ParquetFile(
+        RangeSource(store, "filtered/data.parquet", len(data), cache=RangeCache())
+    )
+    plan = pf.plan(filters, columns=["y"])
+    assert store.stats.num_requests == 1  # the tail holds footer and page indexes
+    assert (plan.num_row_groups_read, plan.num_pages_read) == (1, 2)
+    store.stats.reset()
+    got = pf.read(["y"], filters=filters)
+    assert got.equals(streamwrite.ParquetFile(data).read(["y"], filters=filters))
+    assert got.num_rows == 100
+    assert store.stats.num_requests == 2
+    assert 0 < store.stats.num_bytes <= plan.bytes_read
+
+
+@pytest.mark.parametrize("writer", ["streamwrite", "pyarrow"])
+def test_a_full_read_makes_one_request_per_row_group(store: ObjectStore, writer: str) -> None:
+    """The reader announces each row group's chunks (prefetch): touching chunks merge into
+    one request, and no byte is fetched twice (the tail's share of the last row group is not
+    fetched again)."""
+    table = reference_table(240_000)
+    data = _parquet(table, writer, row_group_size=30_000)
+    store.put_if_absent("full/data.parquet", data)
+    store.stats.reset()
+    pf = streamwrite.ParquetFile(
+        RangeSource(store, "full/data.parquet", len(data), cache=RangeCache())
+    )
+    assert pf.read().equals(table)
+    assert store.stats.num_requests == 1 + pf.num_row_groups
+    assert store.stats.num_bytes == len(data) - 4  # all but the leading magic, once
+
+
+def test_a_chunk_running_into_the_tail_fetches_only_what_the_tail_lacks(
+    store: ObjectStore,
+) -> None:
+    """The last column's last chunk starts before the tail and ends inside it: the read
+    fetches the bytes before the tail, once; the tail stays as fetched."""
+    table = reference_table(60_000)
+    data = _parquet(table, "streamwrite", row_group_size=30_000)
+    store.put_if_absent("cross/data.parquet", data)
+    offset, size = _chunk_ranges(data, "order_id")[-1]
+    tail_offset = len(data) - DEFAULT_TAIL_SIZE
+    assert offset < tail_offset < offset + size
+    cache = RangeCache()
+    pf = streamwrite.ParquetFile(RangeSource(store, "cross/data.parquet", len(data), cache=cache))
+    store.stats.reset()
+    assert pf.read_row_group(1, ["order_id"]).equals(table.slice(30_000).select(["order_id"]))
+    assert (store.stats.num_requests, store.stats.num_bytes) == (1, tail_offset - offset)
+    # kept: the tail as fetched, and the chunk (under 1 MiB)
+    assert (len(cache), cache.size) == (2, DEFAULT_TAIL_SIZE + size)
+
+
+class _CountingSource:
+    """The README's ByteSource: any object with ``size``, ``read`` and ``close``."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.size = data, len(data)
+        self.reads: list[tuple[int, int]] = []
+
+    def read(self, offset: int, size: int) -> bytes:
+        self.reads.append((offset, size))
+        return self.data[offset : offset + size]
+
+    def close(self) -> None:
+        pass
+
+
+def test_any_byte_source_is_read_by_parquet_file_and_read_table() -> None:
+    table = reference_table(5000)
+    data = _parquet(table, "streamwrite", row_group_size=1000)
+    source = _CountingSource(data)
+    assert isinstance(source, streamwrite.ByteSource)
+    pf = streamwrite.ParquetFile(source)
+    assert (0, 4) in source.reads  # no verify_head attribute: the leading magic is checked
+    assert pf.read(["qty"]).equals(table.select(["qty"]))
+    assert streamwrite.read_table(_CountingSource(data), columns=["ts"]).equals(
+        table.select(["ts"])
+    )
+    with pytest.raises(CorruptFileError, match="magic"):
+        streamwrite.ParquetFile(_CountingSource(b"XXXX" + data[4:]))
+    short = _CountingSource(data)
+    short.read = lambda offset, size: data[offset : offset + size - 1]  # type: ignore[method-assign]
+    with pytest.raises(CorruptFileError, match="Short read"):
+        streamwrite.ParquetFile(short)

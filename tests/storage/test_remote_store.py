@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 
+import streamwrite
 from streamwrite.errors import ConfigError, CorruptFileError, StreamwriteIOError
-from streamwrite.io.remote import FetchStats, ObjectStore, open_store
+from streamwrite.io.range_cache import RangeCache
+from streamwrite.io.remote import FetchStats, ObjectStore, RangeSource, open_store
 from streamwrite.testing.s3 import S3Server
 
 REPO = Path(__file__).resolve().parents[2]
@@ -117,6 +119,13 @@ def test_put_file_of_a_short_file_leaves_no_object(store: ObjectStore, tmp_path:
         store.put_file("seg/data.parquet", tmp_path / "missing", 10)
 
 
+def test_a_local_roots_temporary_files_are_not_listed(tmp_path: Path) -> None:
+    store = open_store(str(tmp_path))
+    store.put_if_absent("_txn_log/00000000000000000001.json", b"{}")
+    (tmp_path / "_txn_log" / f".00000000000000000002.json.{'0' * 32}.tmp").write_bytes(b"{")
+    assert store.list("_txn_log") == ["_txn_log/00000000000000000001.json"]
+
+
 def test_list_and_delete(store: ObjectStore) -> None:
     keys = [
         "_txn_log/00000000000000000002.json",
@@ -175,6 +184,10 @@ def test_a_network_failure_is_a_streamwrite_io_error_naming_the_url() -> None:
             assert caught.value.errno != errno.ENOENT, name
         with pytest.raises(StreamwriteIOError, match="s3://gone/prefix/_txn_log"):
             store.list("_txn_log")
+        source = RangeSource(store, "seg/data.parquet", 40, cache=RangeCache())
+        with pytest.raises(StreamwriteIOError) as caught:
+            streamwrite.ParquetFile(source)
+        assert url in str(caught.value) and caught.value.errno != errno.ENOENT
 
 
 def test_errors_pickle() -> None:

@@ -15,6 +15,9 @@ import pytest
 import xxhash
 
 import streamwrite
+from streamwrite.crypto import EncryptionConfig, InMemoryKms, KeyWrapper
+from streamwrite.crypto.encryption import FileEncryption
+from streamwrite.crypto.live_keys import decryption_for
 from streamwrite.errors import ConfigError, StateError, StreamwriteIOError
 from streamwrite.format.txn import (
     DATA_FILE,
@@ -30,6 +33,7 @@ from streamwrite.table.api import open_table
 from tests.storage._tiering_support import (
     SCHEMA,
     TABLE_OPTIONS,
+    check_readers,
     make_batch,
     read_record,
     read_rows,
@@ -109,7 +113,7 @@ def test_tier_moves_settled_segments_and_publishes_the_log(
     view = decode_txn_payload(store.read_all(logs[-1]))
     assert view.partitions == record.cold_view().partitions
     assert view.cold == url
-    assert read_rows(tmp_path, store).equals(reference)
+    check_readers(tmp_path, store, reference, storage_options)
 
 
 def test_appends_after_tiering_start_new_segments(
@@ -145,6 +149,7 @@ def test_appends_after_tiering_start_new_segments(
     run(main)
     rows = read_rows(tmp_path, store)
     assert rows.column("id").to_pylist() == list(range(400))
+    check_readers(tmp_path, store, rows, storage_options)
     record = read_record(tmp_path)
     for segments in record.partitions.values():
         flags = [s.is_cold for s in segments]
@@ -489,3 +494,40 @@ def test_a_local_directory_as_cold_storage(tmp_path: Path) -> None:
     # engines listing the root see exactly the cold segments
     listed = sorted(str(p.relative_to(root)) for p in root.rglob("*.parquet"))
     assert listed == sorted(f"{path}/{DATA_FILE}" for path in moved)
+
+
+def test_an_encrypted_table_tiers_and_reads_back(
+    tmp_path: Path, bucket: str, storage_options: dict[str, Any]
+) -> None:
+    url = _url(bucket)
+    keys = {"kf": bytes(range(16)), "k1": bytes(range(16, 32))}
+    config = EncryptionConfig(footer_key_id="kf", column_keys={"value": "k1"})
+    encryption = FileEncryption(KeyWrapper(InMemoryKms(keys), config))
+    options = {**TABLE_OPTIONS, "encryption": encryption}
+
+    async def main() -> None:
+        table = await open_table(
+            tmp_path, SCHEMA, cold_storage=url, storage_options=storage_options, **options
+        )
+        try:
+            await table.append(make_batch(0, 100))
+            await table.flush()
+            assert len(await table.tier()) == 2
+        finally:
+            await table.close()
+        # reopening (the newest local segment is opened to check the keys) and appending
+        table = await open_table(
+            tmp_path, cold_storage=url, storage_options=storage_options, **options
+        )
+        try:
+            await table.append(make_batch(100, 100))
+        finally:
+            await table.close()
+
+    run(main)
+    rows = streamwrite.read_table(
+        tmp_path, decryption=decryption_for(encryption), storage_options=storage_options
+    )
+    assert sorted(rows.column("id").to_pylist()) == list(range(200))
+    record = read_record(tmp_path)
+    assert sum(s.is_cold for ss in record.partitions.values() for s in ss) == 2

@@ -32,7 +32,10 @@ def test_readme_cold_storage_snippet_runs(
     storage_options: dict[str, Any],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    s3_server.create_bucket("my-bucket")
+    s3_server.create_bucket("my-bucket")  # other README tests use it too: cleaned before and after
+    fs = s3_server.filesystem()
+    if fs.exists("my-bucket/ticks"):
+        fs.rm("my-bucket/ticks", recursive=True)
     monkeypatch.chdir(tmp_path)
     schema = pa.schema([("ts", pa.timestamp("us", tz="UTC")), ("price", pa.float64())])
     batch = pa.table({"ts": pa.array([0, 1], pa.timestamp("us", tz="UTC")), "price": [1.0, 2.0]})
@@ -44,6 +47,9 @@ def test_readme_cold_storage_snippet_runs(
         "STORAGE_OPTIONS": storage_options,
     }
     exec(compile(source, "README.md", "exec"), scope)
-    assert anyio.run(scope["main"]) == []  # young segments stay local (cold_after)
-    fs = s3_server.filesystem()
-    assert fs.exists("my-bucket/ticks/_owner.json")  # the root is claimed for the table
+    try:
+        assert anyio.run(scope["main"]) == []  # young segments stay local (cold_after)
+        fs.invalidate_cache()
+        assert fs.exists("my-bucket/ticks/_owner.json")  # the root is claimed for the table
+    finally:
+        fs.rm("my-bucket/ticks", recursive=True)
