@@ -69,6 +69,8 @@ _EXPORTS: dict[str, str] = {
     "open_table": "streamwrite.table.api",
     "read_snapshot": "streamwrite.table.api",
     "SnapshotFileSystem": "streamwrite.table.snapshot_fs",
+    "StagedBatch": "streamwrite.table.staged",
+    "StagedSegment": "streamwrite.table.staged",
     "snapshot_filesystem": "streamwrite.table.snapshot_fs",
     # data skipping
     "TablePlan": "streamwrite.table.plans",
@@ -122,6 +124,8 @@ __all__ = (
     "SegmentPlan",
     "SnapshotFileSystem",
     "SortingColumn",
+    "StagedBatch",
+    "StagedSegment",
     "StaleBatchError",
     "StateError",
     "Statistics",
@@ -193,6 +197,7 @@ if TYPE_CHECKING:
     from streamwrite.table.index import build_index, drop_index, prune
     from streamwrite.table.plans import SegmentPlan, TablePlan
     from streamwrite.table.snapshot_fs import SnapshotFileSystem, snapshot_filesystem
+    from streamwrite.table.staged import StagedBatch, StagedSegment
     from streamwrite.table.state import SegmentFiles
     from streamwrite.writer import ParquetWriter, write_table
 

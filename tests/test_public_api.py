@@ -69,6 +69,7 @@ FACTORY_MADE = {
     "streamwrite.ProcessPool": "streamwrite.ProcessPool.open",
     "streamwrite.Table": "streamwrite.open_table",
     "streamwrite.TableSnapshot": "streamwrite.Table.snapshot",
+    "streamwrite.StagedBatch": "streamwrite.Table.stage",
     "streamwrite.SnapshotFileSystem": "streamwrite.snapshot_filesystem",
     # data skipping: what a snapshot says of a filtered read
     "streamwrite.SegmentFiles": "streamwrite.TableSnapshot.files",

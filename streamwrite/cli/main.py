@@ -1,13 +1,14 @@
 """Command line: inspect, verify, recover and compact Parquet files, live files and tables.
 
 ``streamwrite inspect PATH [--json]``, ``streamwrite verify PATH``, ``streamwrite recover PATH
-[--apply]``, ``streamwrite compact TABLE [--partition P] [--status]``, where PATH is a Parquet
+[--apply]``, ``streamwrite compact TABLE [--partition P] [--status]``, ``streamwrite tier TABLE
+--cold-storage URL``, where PATH is a Parquet
 file, a live file (a directory holding ``data.parquet`` + ``_pm``) or a table (a directory
 holding ``_txn``). ``python -m streamwrite`` runs the same. The full usage with examples is
 :data:`EPILOG` (``streamwrite --help``).
 
-Nothing but ``recover --apply`` and ``compact`` (without ``--status``) changes a byte; those
-two take the table's ``_lock``. A path that does not exist is an error (exit 2): no command
+Nothing but ``recover --apply``, ``compact`` (without ``--status``) and ``tier`` changes a
+byte; those take the table's ``_lock``. A path that does not exist is an error (exit 2): no command
 creates a directory or a ``_lock`` file. Long work shows progress (tqdm) on stderr when both
 stdout and stderr are terminals, unless ``--quiet``. Ctrl-C prints one line saying what was
 done and exits 130.
@@ -47,7 +48,7 @@ EXIT_OK, EXIT_PROBLEM, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 EPILOG = """\
 PATH is a Parquet file, a live file (a directory holding data.parquet + _pm) or a
-table (a directory holding _txn). Only `recover --apply` and `compact` write. Long
+table (a directory holding _txn). Only `recover --apply`, `compact` and `tier` write. Long
 work shows progress on stderr when stdout and stderr are terminals (-q/--quiet: none).
 
 examples:
@@ -61,6 +62,9 @@ examples:
   streamwrite compact ticks/ --status            the compaction decision (read-only, works while
                                                  a writer holds the table)
   streamwrite compact ticks/ --partition 'ts_day=2026-11-22' --target-rows 100000
+  streamwrite tier ticks/ --cold-storage s3://bucket/ticks --cold-after 3600 \\
+      --storage-options '{"client_kwargs": {"endpoint_url": "http://127.0.0.1:9000"}}'
+                                                 move settled segments to cold storage
   streamwrite scan ticks/ --filter "symbol = 'AAPL' and ts >= timestamp '2026-11-22 10:00Z'"
                                                  matching rows (--columns, --format csv|json,
                                                  --limit N; the grammar: scan --help)
@@ -371,6 +375,38 @@ def _compact_run(path: Path, policy: streamwrite.CompactionPolicy, args: argpars
     return EXIT_OK
 
 
+def _tier(args: argparse.Namespace) -> int:
+    path = _existing(args.table)
+    if _kind(path) is not inspect.PathKind.TABLE:
+        raise ConfigError(f"{args.table!r} is not a table (a directory holding _txn).")
+    try:
+        options = None if args.storage_options is None else json.loads(args.storage_options)
+    except ValueError as exc:
+        raise ConfigError(f"--storage-options is not JSON: {exc}.") from exc
+    args.interrupted = "tiering cancelled; every segment moved so far is published"
+
+    async def run() -> list[str]:
+        table = await streamwrite.open_table(
+            path,
+            compaction_interval=None,
+            cold_storage=args.cold_storage,
+            storage_options=options,
+            cold_after=args.cold_after,
+        )
+        try:
+            return await table.tier()
+        finally:
+            await table.close()
+
+    moved = run_interruptible(run)
+    if args.json:
+        print(json.dumps(moved))
+    else:
+        for name in moved or [f"{args.table}: nothing to tier"]:
+            print(name)
+    return EXIT_OK
+
+
 def _serve(args: argparse.Namespace) -> int:
     from streamwrite import daemon
 
@@ -414,6 +450,7 @@ def _parser() -> argparse.ArgumentParser:
         ("verify", "check every page, CRC, statistic, page index and bloom filter"),
         ("recover", "report (and with --apply do) recovery of a live file or table"),
         ("compact", "merge a table's small segments (takes the table's lock; --status does not)"),
+        ("tier", "move a table's settled segments to its cold storage (takes its lock)"),
         ("serve", "run the ingest daemon: ILP over HTTP and Arrow Flight into tables"),
     )
     made = {
@@ -435,6 +472,13 @@ def _parser() -> argparse.ArgumentParser:
     compact.add_argument("--target-rows", type=int, help="rows per merged row group")
     compact.add_argument("--grace", type=float, help="seconds old segments stay for readers")
     compact.add_argument("--json", action="store_true", help="print JSON")
+    tier = made["tier"]
+    tier.add_argument("table", help="a table directory (holding _txn)")
+    tier.add_argument("--cold-storage", required=True, help="the cold root URL (s3://b/prefix)")
+    tier.add_argument("--storage-options", help="fsspec keyword arguments, as JSON")
+    tier.add_argument("--cold-after", type=float, default=0.0, help="seconds since last write")
+    tier.add_argument("--json", action="store_true", help="print JSON")
+    tier.set_defaults(run=_tier)
     serve = made["serve"]
     serve.add_argument("--config", help="the daemon's TOML file (streamwrite.daemon.config)")
     serve.add_argument("--data-root", help="the directory of the tables (data_root)")

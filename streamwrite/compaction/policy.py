@@ -266,6 +266,9 @@ async def partition_status(
         The decision (:func:`streamwrite.layout.compaction.plan_partition`).
     """
     idle = None
+    target = target_rows(policy, host.options.row_group_size)
+    if host.record.partitions[partition][-1].is_cold:  # all in cold storage: never compacted
+        return plan_partition(partition, (), 0, target, policy, force=explicit)
     if not explicit:
         newest = host.record.partitions[partition][-1]
         idle = idle_wait(policy, await _segment_info(host, partition, newest, opened))
@@ -274,7 +277,6 @@ async def partition_status(
     current = {(partition, segment.name, segment.size) for segment in segments}
     for key in [k for k in host.segment_infos if k[0] == partition and k not in current]:
         del host.segment_infos[key]  # older sizes of the newest segment, retired segments
-    target = target_rows(policy, host.options.row_group_size)
     return plan_partition(partition, tuple(infos), eligible, target, policy, force=explicit)
 
 

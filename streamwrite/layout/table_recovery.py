@@ -10,6 +10,7 @@ scans again and verifies::
         retired segment, data.parquet still there   Rename to _data.retired, FsyncDirectory
         partition directory _txn does not list      RemoveTree, FsyncDirectory(.)
         segment directory neither listed nor retired RemoveTree, FsyncDirectory(partition)
+        (a cold segment, listed with its object XXH64, needs no local copy: it is skipped)
         listed segment not clean at its listed size  RecoverSegment (exactly to its _txn
                                                      version: footer checked against the
                                                      recorded XXH64, _pm kept or rebuilt)
@@ -110,7 +111,11 @@ class PartitionListing:
 def _missing_partitions(
     record: TxnRecord, listing: Mapping[str, PartitionListing], table: str
 ) -> None:
-    missing = [name for name in record.partitions if name not in listing]
+    missing = [
+        name
+        for name, segments in record.partitions.items()
+        if name not in listing and any(not segment.is_cold for segment in segments)
+    ]  # a partition of cold segments only may have no local directory
     if missing:
         raise CorruptFileError(
             f"Partition(s) {sorted(missing)} listed in _txn are missing from {table!r}.", 0
@@ -177,12 +182,14 @@ def plan_recovery(
             actions += [RemoveTree(partition), FsyncDirectory(".")]
     recover: list[TableAction] = []
     for partition, segments in sorted(record.partitions.items()):
-        found_segments = listing[partition].segments
+        found_segments = listing.get(partition, PartitionListing({})).segments
         listed = {segment.name for segment in segments}
         for name in sorted(found_segments):
             if name not in listed and f"{partition}/{name}" not in retired:
                 actions += [RemoveTree(f"{partition}/{name}"), FsyncDirectory(partition)]
         for segment in segments:
+            if segment.is_cold:  # in cold storage; a local copy is retired (swept later)
+                continue
             path = f"{partition}/{segment.name}"
             found = found_segments.get(segment.name)
             if found is None or found.data_size is None:
@@ -211,6 +218,8 @@ def verify_recovery(
     _missing_partitions(record, listing, table)
     for partition, segments in sorted(record.partitions.items()):
         for segment in segments:
+            if segment.is_cold:
+                continue
             path = f"{table}/{partition}/{segment.name}"
             found = listing[partition].segments.get(segment.name)
             if found is None or not _is_clean(segment, found):

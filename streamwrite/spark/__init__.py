@@ -1,5 +1,5 @@
-"""streamwrite.spark: the Spark Structured Streaming sink, pruned reads and the ``streamwrite``
-Python data source (public API).
+"""streamwrite.spark: the Spark Structured Streaming sink, writes on the executors, pruned reads
+and the ``streamwrite`` Python data source (public API).
 
 Names are imported on first access, so importing the package loads neither pyspark nor pyarrow.
 """
@@ -19,11 +19,14 @@ _EXPORTS: dict[str, str] = {
     "read_table_df": "streamwrite.spark.sink",
     "register": "streamwrite.spark.datasource",
     "table_schema_for": "streamwrite.spark.sink",
+    "write": "streamwrite.spark.writing",
+    "WriteResult": "streamwrite.spark.writing",
 }
 """Each public name and the private module that defines (or re-exports) it."""
 
 __all__ = (
     "ForeachBatchSink",
+    "WriteResult",
     "conform",
     "default_app_id",
     "foreach_batch_sink",
@@ -31,6 +34,7 @@ __all__ = (
     "read_table_df",
     "register",
     "table_schema_for",
+    "write",
 )
 
 if TYPE_CHECKING:
@@ -44,5 +48,6 @@ if TYPE_CHECKING:
         read_table_df,
         table_schema_for,
     )
+    from streamwrite.spark.writing import WriteResult, write
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)

@@ -16,8 +16,8 @@ What is read, and how:
   row-group and page pruning inside each file, and the Hive partition column (``ts_day``) as
   ``spark.read.parquet(table)`` gives it;
 * each partition's **newest** segment by the ``streamwrite`` Python data source
-  (:mod:`streamwrite.spark.datasource`, registered by this call) at its committed size, one
-  Python worker task per segment. Spark reads a Parquet file from its end when a task runs,
+  (:mod:`streamwrite.spark.datasource`, registered by this call) at its committed size, in
+  Python worker tasks of row-group ranges. Spark reads a Parquet file from its end when a task runs,
   so a live segment that a writer appends to meanwhile would be read past (or in the middle
   of) its commit (DESIGN section 6, "Readers and the append window"); these are the only
   files that can grow (a snapshot never lists a newer segment of a partition before the
@@ -57,14 +57,13 @@ from streamwrite.spark.datasource import (
     SEGMENTS_OPTION,
     encode_filter,
     register,
-    surviving_segments,
 )
 from streamwrite.spark.dnf import dnf_to_column
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["filter_expression", "read", "split_sealed"]
+__all__ = ["check_columns", "filter_expression", "read", "split_sealed", "surviving_segments"]
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
@@ -89,6 +88,23 @@ def filter_expression(filters: Any) -> pc.Expression | None:
     raise ConfigError(
         f"filters must be pyarrow's DNF tuples or a pyarrow.compute.Expression, got {filters!r}."
     )
+
+
+def surviving_segments(
+    snapshot: streamwrite.TableSnapshot, filters: pc.Expression | None
+) -> list[tuple[str, int]]:
+    """The ``(partition/segment, committed size)`` of the segments of ``snapshot`` that may
+    hold a row matching ``filters`` (``TableSnapshot.plan``: partition time ranges, the
+    skipping store, each footer), all of them for None or for a filter the pruning cannot
+    represent (it is still applied to the rows)."""
+    files = [(name, size) for name, size in snapshot.files]
+    if filters is None:
+        return files
+    try:
+        plan = snapshot.plan(filters)
+    except ConfigError:
+        return files
+    return [(s.name, s.committed_size) for s in plan.segments if s.skipped_by is None]
 
 
 def split_sealed(
@@ -172,7 +188,7 @@ def read(
     table = Path(path)
     snapshot = streamwrite.read_snapshot(table)
     schema = snapshot.schema or pa.schema([])
-    _check_columns(table, schema, expression, columns)
+    check_columns(str(table), schema, expression, columns)
     surviving = surviving_segments(snapshot, expression)
     sealed: list[tuple[str, int]] = []
     live = surviving  # an Expression has no Spark Column: Arrow applies it to every segment
@@ -201,9 +217,21 @@ def read(
     return frame
 
 
-def _check_columns(
-    table: Path, schema: pa.Schema, expression: pc.Expression | None, columns: Any
+def check_columns(
+    table: str,
+    schema: pa.Schema,
+    expression: pc.Expression | None,
+    columns: Any,
+    *,
+    partition_columns: bool = True,
 ) -> None:
+    """Check that ``expression`` binds to ``schema`` and that ``columns`` are its columns
+    (or, with ``partition_columns``, a Hive partition column such as ``ts_day``).
+
+    Raises:
+        SchemaError: a column the table does not have.
+        ConfigError: a filter that does not apply to the table's columns.
+    """
     names = set(schema.names)
     wanted = list(columns or [])
     if expression is not None:
@@ -212,18 +240,21 @@ def _check_columns(
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
             if "No match for FieldRef" in str(exc):
                 raise streamwrite.SchemaError(
-                    f"The filter {expression} names a column the table {str(table)!r} does "
+                    f"The filter {expression} names a column the table {table!r} does "
                     f"not have (its columns: {schema.names})."
                 ) from None
             raise ConfigError(
-                f"The filter {expression} does not apply to the table {str(table)!r} "
+                f"The filter {expression} does not apply to the table {table!r} "
                 f"(schema {schema.names}): {exc}"
             ) from None
     for name in wanted:
-        if name not in names and "=" not in name and not _is_partition_column(name, schema):
-            raise streamwrite.SchemaError(
-                f"The table {str(table)!r} has no column {name!r} (its columns: {schema.names})."
-            )
+        if name in names or (
+            partition_columns and ("=" in name or _is_partition_column(name, schema))
+        ):
+            continue
+        raise streamwrite.SchemaError(
+            f"The table {table!r} has no column {name!r} (its columns: {schema.names})."
+        )
 
 
 def _is_partition_column(name: str, schema: pa.Schema) -> bool:

@@ -31,6 +31,13 @@ Per micro-batch the sink:
    failed commit never leaves a poisoned table behind: the next call reopens and rolls back;
 5. logs the commit (logger ``streamwrite.spark``): rows, table version, skipped.
 
+Executors mode. ``foreach_batch_sink(..., mode="executors")`` writes each micro-batch with
+:func:`streamwrite.spark.write` instead of steps 1-4: every Spark task encodes its rows into
+staged segments in the table directory (which the executors must share), and the driver
+publishes them in one ``_txn`` version with the batch id; nothing is collected to the driver.
+The same exactly-once rules apply (a replay is skipped before any Spark job runs); a new table
+takes its schema from the DataFrame's (normalised as below), even for an empty first batch.
+
 Compaction. The sink holds the table only for the length of one batch, so it never
 compacts; run ``streamwrite compact TABLE`` (e.g. from cron) or :meth:`Table.compact`
 beside the query. A batch that finds the table locked by compaction waits for the lock
@@ -91,7 +98,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 import pyarrow as pa
 
-from streamwrite import open_table, read_snapshot
+from streamwrite import open_table
 from streamwrite.errors import ConfigError, SchemaError, UnsupportedError
 from streamwrite.inspect import is_table
 
@@ -261,6 +268,9 @@ ON_STALE = ("error", "skip")
 """The ``on_stale`` values ``Table.append`` takes (checked when the sink is built, before the
 first batch reaches the table)."""
 
+SINK_MODES = ("driver", "executors")
+"""Where a sink writes a micro-batch: collected to the driver, or on the executors."""
+
 SINK_LOCK_TIMEOUT_SECONDS = 600.0
 """How long a micro-batch waits for the table's writer lock (held by ``streamwrite compact``
 or another writer) before failing; ``lock_timeout=`` in the table options overrides it."""
@@ -304,6 +314,9 @@ class ForeachBatchSink:
     schema: pa.Schema | None = None
     table_options: dict[str, Any] = field(default_factory=dict)
     on_stale: str = "error"
+    mode: str = "driver"
+    """``"driver"``: the batch is collected and written on the driver; ``"executors"``: each
+    task writes its rows (:func:`streamwrite.spark.write`)."""
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         """Append one micro-batch exactly once.
@@ -316,6 +329,30 @@ class ForeachBatchSink:
             StreamwriteIOError: the commit failed (Spark fails the query; on restart it
                 replays the batch, which is then written or skipped).
         """
+        if self.mode == "executors":
+            from streamwrite.spark.writing import write
+
+            result = write(
+                df,
+                self.path,
+                app_id=self.app_id,
+                batch_id=int(batch_id),
+                schema=self.schema,
+                on_stale=self.on_stale,
+                **self.table_options,
+            )
+            logger.info(
+                "Batch %d of app %r into %s on the executors: %d rows, %d segments, table "
+                "version %d, skipped=%s.",
+                batch_id,
+                self.app_id,
+                self.path,
+                result.num_rows,
+                result.num_segments,
+                result.version,
+                result.skipped,
+            )
+            return
         to_arrow = getattr(df, "toArrow", None)
         if to_arrow is None:
             raise UnsupportedError(
@@ -354,6 +391,7 @@ def foreach_batch_sink(
     app_id: str | None = None,
     schema: pa.Schema | None = None,
     on_stale: str = "error",
+    mode: str = "driver",
     **table_options: Any,
 ) -> ForeachBatchSink:
     """The function to pass to ``DataStreamWriter.foreachBatch``.
@@ -366,6 +404,10 @@ def foreach_batch_sink(
         on_stale: ``"error"`` (default): a batch id below the last one committed for
             ``app_id`` raises :class:`~streamwrite.errors.StaleBatchError`; ``"skip"``: it is
             skipped with a warning. A replay of the last batch id is always a quiet skip.
+        mode: ``"driver"`` (default): each micro-batch is collected to the driver
+            (``toArrow``) and appended there. ``"executors"``: each task encodes its rows
+            into staged segments and the driver publishes them in one commit
+            (:func:`streamwrite.spark.write`; the executors must share the table directory).
         table_options: passed to :func:`streamwrite.open_table` (``timestamp``,
             ``partition_by``, write options such as ``compression``).
 
@@ -374,47 +416,114 @@ def foreach_batch_sink(
 
     Raises:
         UnsupportedError: pyspark (>= 4.0) is not installed.
-        ConfigError: an empty ``app_id``, or ``on_stale`` not ``"error"`` or ``"skip"``.
+        ConfigError: an empty ``app_id``, ``on_stale`` not ``"error"`` or ``"skip"``, or
+            ``mode`` not ``"driver"`` or ``"executors"``.
     """
     _require_pyspark()
     if app_id is not None and not app_id:
         raise ConfigError("app_id must be a non-empty string, got ''.")
     if on_stale not in ON_STALE:
         raise ConfigError(f"on_stale must be one of {list(ON_STALE)}, got {on_stale!r}.")
+    if mode not in SINK_MODES:
+        raise ConfigError(f"mode must be one of {list(SINK_MODES)}, got {mode!r}.")
     directory = Path(path)
     return ForeachBatchSink(
-        directory, app_id or default_app_id(directory), schema, dict(table_options), on_stale
+        directory,
+        app_id or default_app_id(directory),
+        schema,
+        dict(table_options),
+        on_stale,
+        mode,
     )
 
 
 def read_table_df(
-    spark: SparkSession, path: str | Path, *, via: Literal["files", "arrow"] = "files"
+    spark: SparkSession,
+    path: str | Path,
+    *,
+    columns: list[str] | None = None,
+    filters: Any = None,
+    storage_options: dict[str, Any] | None = None,
+    via: Literal["source", "files", "arrow"] = "source",
 ) -> DataFrame:
     """A Spark DataFrame of the table's newest committed snapshot.
 
     Args:
         spark: the session.
-        path: the table directory.
-        via: ``"files"``: Spark reads each segment's ``data.parquet`` itself (distributed;
-            exact only while no append is in flight, because Spark reads the footer at the end
-            of the file when the task runs; a compaction that retires a segment before the
-            lazy DataFrame runs makes the read fail with file-not-found, never wrong rows).
-            ``"arrow"``: streamwrite reads the snapshot on the driver and Spark gets the Arrow
-            table (exact during appends; driver memory bound).
+        path: the table directory, or a table URL (``s3://bucket/prefix``: the newest
+            version the table published there).
+        columns: the columns to read, in that order (None: all).
+        filters: only the rows matching them: pyarrow's DNF (``[("x", "<", 3)]``) or a
+            ``pyarrow.compute.Expression``, with ``streamwrite.read_table(filters=)``'s
+            semantics (pruned, then applied to the rows).
+        storage_options: fsspec options (credentials, endpoint) for a table URL or its cold
+            segments, passed to the executors.
+        via: ``"source"``: the ``streamwrite`` data source
+            (``spark.read.format("streamwrite")``) pins one snapshot and the executors read
+            its row groups at their committed sizes (exact during appends and compaction;
+            distributed). ``"files"``: Spark reads each segment's ``data.parquet`` itself
+            (exact only while no append is in flight, because Spark reads the footer at the
+            end of the file when the task runs; a compaction that retires a segment before
+            the lazy DataFrame runs makes the read fail with file-not-found, never wrong rows;
+            ``filters`` must be DNF). ``"arrow"``: streamwrite reads the snapshot on the
+            driver and Spark gets the Arrow table (exact; driver memory bound).
 
     Returns:
-        The DataFrame (lazy for ``"files"``).
+        The DataFrame (lazy for ``"source"`` and ``"files"``).
 
     Raises:
         UnsupportedError: pyspark (>= 4.0) is not installed.
-        ConfigError: an unknown ``via``.
+        ConfigError: an unknown ``via``; ``filters`` that are not a filter (or an Expression
+            with ``via="files"``).
+        SchemaError: ``columns`` or ``filters`` names a column the table does not have.
         CorruptFileError: the table's ``_txn`` is damaged (or missing: FileNotFoundError).
+        StateError: ``via="files"`` on a table with segments in cold storage.
     """
     _require_pyspark()
-    if via not in ("files", "arrow"):
-        raise ConfigError(f"via must be 'files' or 'arrow', got {via!r}.")
-    snapshot = read_snapshot(Path(path))
+    import json
+
+    from streamwrite.spark import datasource
+    from streamwrite.spark.dnf import dnf_to_column
+    from streamwrite.spark.reading import check_columns, filter_expression
+
+    if via not in ("source", "files", "arrow"):
+        raise ConfigError(f"via must be 'source', 'files' or 'arrow', got {via!r}.")
+    expression = filter_expression(filters)
+    snapshot = datasource.pin_snapshot(str(path), storage_options)
+    schema = snapshot.schema or pa.schema([])
+    check_columns(str(path), schema, expression, columns, partition_columns=False)
+    if via == "source":
+        # registered in this session now: the discovered source has no pushdown, and an
+        # earlier registration may have pushdown for a conf that is off since
+        datasource.register(spark)
+        reader = spark.read.format(datasource.NAME)
+        try:
+            parallelism = int(spark.sparkContext.defaultParallelism)
+        except Exception:  # Spark Connect: the planner's cores
+            parallelism = 0
+        if parallelism > 0:
+            reader = reader.option(datasource.PARALLELISM_OPTION, str(parallelism))
+        if columns is not None:
+            reader = reader.option(datasource.COLUMNS_OPTION, json.dumps(list(columns)))
+        if expression is not None:
+            reader = reader.option(datasource.FILTER_OPTION, datasource.encode_filter(expression))
+        if storage_options:
+            reader = reader.option(
+                datasource.STORAGE_OPTIONS_OPTION, json.dumps(dict(storage_options))
+            )
+        frame: DataFrame = reader.load(str(path))
+        return frame
     if via == "arrow" or not snapshot.files:
-        return spark.createDataFrame(snapshot.read())
+        return spark.createDataFrame(snapshot.read(columns, filters=filters))
+    if filters is not None and not isinstance(filters, list | tuple):
+        raise ConfigError(
+            "via='files' takes filters as pyarrow's DNF (Spark applies them as a Column); "
+            "use via='source' for a pyarrow.compute.Expression."
+        )
     files = [str(data_path) for data_path in snapshot.data_files()]
-    return spark.read.parquet(*files)
+    frame = spark.read.parquet(*files)
+    if filters is not None:
+        frame = frame.filter(dnf_to_column(filters, schema))
+    if columns is not None:
+        frame = frame.select(*columns)
+    return frame

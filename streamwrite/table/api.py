@@ -29,6 +29,11 @@ Pipelined and group commits (:mod:`streamwrite.table.pipeline`): every accepted 
 :class:`CommitTicket`; appends that wait together share one commit, and commits keep the order
 of appends.
 
+Cold storage (:mod:`streamwrite.table.tiering`): with ``cold_storage="s3://bucket/prefix"``
+(any fsspec URL) settled segments move to object storage (``await table.tier()``, and in
+the background) and the bucket holds each version that changed what is there
+(``_txn_log/``), so a reader that sees only the bucket reads the table.
+
 Failure rules: if any segment commit or the ``_txn`` publish fails, the table is poisoned
 (every later call raises); reopening rolls segments that are ahead of ``_txn`` back to it and
 deletes segments it never published, so a batch is either in the table once or not at all.
@@ -54,6 +59,7 @@ from streamwrite.crypto.live_keys import decryption_for
 from streamwrite.encode import check_write_options
 from streamwrite.errors import ConfigError
 from streamwrite.format.txn import TXN_FILE, TxnRecord, decode_txn
+from streamwrite.layout.tiering import DEFAULT_COLD_AFTER
 from streamwrite.options import CompactionPolicy, make_write_options
 from streamwrite.pool.executor import Executor, InlineExecutor
 from streamwrite.table.core import Table
@@ -69,6 +75,7 @@ from streamwrite.table.state import (
     read_snapshot,
     write_txn,
 )
+from streamwrite.table.tiering import TableTiering, check_cold_root, open_tiering, recover_cold
 
 __all__ = [
     "CommitTicket",
@@ -105,6 +112,9 @@ async def open_table(
     encryption: FileEncryption | None = None,
     dedup_window: float = DEFAULT_DEDUP_WINDOW,
     skipping: Mapping[str, Sequence[object]] | None = None,
+    cold_storage: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    cold_after: float = DEFAULT_COLD_AFTER,
     **write_options: Any,
 ) -> Table:
     """Create the table at ``path`` (a directory) or reopen it, recovering first.
@@ -155,19 +165,34 @@ async def open_table(
             the table's; another one replaces it, with an empty store until
             :func:`streamwrite.build_index` fills it (segments not in the store are pruned by
             their footers, never wrongly).
+        cold_storage: the table's cold storage root, an fsspec URL (``s3://bucket/prefix``;
+            no credentials in it): settled segments move there (:meth:`Table.tier`, and in
+            the background inside ``async with``, every ``compaction_interval`` seconds)
+            and each ``_txn`` version that changes what is there is published there too
+            (``_txn_log/``), so a reader that sees only the bucket reads the table. A
+            table that moved segments keeps its root in ``_txn``; reopening it with another
+            root is an error; reopening without one opens it without tiering.
+        storage_options: keyword arguments of the fsspec filesystem (credentials,
+            ``client_kwargs={"endpoint_url": ...}``); never stored in the table.
+        cold_after: seconds a settled segment (sealed, not merged by compaction any more;
+            a partition's newest once it was idle that long) waits after its last write
+            before it moves (default one hour; 0: at the next round).
         write_options: as for :func:`streamwrite.write_table`.
 
     Returns:
         The open table; use ``async with`` for background commits and ``commit_interval``.
 
     Raises:
-        ConfigError: bad options, no schema for a new table, a schema that does not match.
+        ConfigError: bad options, no schema for a new table, a schema that does not match;
+            a bad ``cold_storage`` URL (an unknown scheme, credentials in it), or another
+            root than the one the table's ``_txn`` records.
         CorruptFileError: a segment is behind the table's ``_txn``, or missing; the dedup log
             ``_txn`` names is missing, short or damaged (``dedup_window=0`` opens anyway).
         EncryptionError: an encrypted partition reopened without ``encryption``.
         StreamwriteIOError: another process (or open) writes the table.
     """
     directory = Path(path)
+    tiering = open_tiering(cold_storage, storage_options, cold_after)
     if schema is None and not (directory / TXN_FILE).exists():
         # Checked before anything is created: a mistyped path makes no directory or _lock.
         raise ConfigError(
@@ -235,6 +260,7 @@ async def open_table(
             write_options,
             dedup_window,
             skipping,
+            tiering,
         )
     except BaseException:
         lock.release()
@@ -253,10 +279,12 @@ async def _open_locked(
     write_options: dict[str, Any],
     dedup_window: float = DEFAULT_DEDUP_WINDOW,
     skipping: Mapping[str, Sequence[object]] | None = None,
+    tiering: TableTiering | None = None,
 ) -> Table:
     txn_path = directory / TXN_FILE
     if txn_path.exists():
         record = decode_txn(await anyio.Path(txn_path).read_bytes())
+        check_cold_root(directory, record, tiering)
         stored = decode_arrow_schema(record.schema)
         if schema is not None and not schema.equals(stored, check_metadata=False):
             raise ConfigError(older_schema_message(directory, record, schema))
@@ -310,5 +338,8 @@ async def _open_locked(
         dedup,
         table_skipping,
     )
+    if tiering is not None:
+        table._tiering = tiering
+        await recover_cold(table, tiering)
     await table.sweep_retired()  # no snapshot of this process pins anything yet
     return table

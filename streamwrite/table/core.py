@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
@@ -36,10 +36,10 @@ from streamwrite.encode import (
     check_write_options,
     row_group_jobs,
 )
-from streamwrite.errors import ConfigError, StateError
+from streamwrite.errors import ConfigError, StaleBatchError, StateError
 from streamwrite.format.txn import DATA_FILE, PENDING_DATA_FILE, Segment, TxnRecord
 from streamwrite.layout.actions import CommitSegment
-from streamwrite.layout.batch_ids import check_batch_id
+from streamwrite.layout.batch_ids import BatchDecision, check_batch_id
 from streamwrite.layout.table import CommitPolicy, TableMachine, TableState
 from streamwrite.live.file import EncodedRowGroup, LiveFile, open_live_file, sync_live_files
 from streamwrite.options import make_write_options
@@ -48,6 +48,16 @@ from streamwrite.table.dedup import DedupLogFile, check_dedup_key, dedup_keys
 from streamwrite.table.evolution import schema_history, segment_column_names, segment_encryption
 from streamwrite.table.pipeline import CommitPipeline, CommitTicket, Unit, applied_ids
 from streamwrite.table.recovery import TableLock, segment_numbers, sweep_retired
+from streamwrite.table.staged import (
+    STAGED_COMMIT_SIZE,
+    STAGING_DIR,
+    StagedBatch,
+    StagedSegment,
+    clean_staging,
+    move_staged,
+    staging_name,
+    verify_staged,
+)
 from streamwrite.table.state import (
     PartitionBuffer,
     PinRegistry,
@@ -62,6 +72,7 @@ from streamwrite.table.state import (
 
 if TYPE_CHECKING:
     from streamwrite.table.skipping import TableSkipping
+    from streamwrite.table.tiering import TableTiering
 
 __all__ = ["KV_TXN", "Table"]
 
@@ -165,6 +176,9 @@ class Table:
         (a segment of an older schema than the table's is sealed instead)."""
         segment = self._machine.newest_to_open(name)
         if segment is None:
+            return None
+        if self._machine.record.partitions[name][-1].is_cold:  # tiered: never appended to
+            self._machine.seal_newest(name)
             return None
         if self._machine.record.schemas:  # the table changed its schema: is this one older?
             names = await anyio.to_thread.run_sync(segment_column_names, self.path / name / segment)
@@ -623,6 +637,121 @@ class Table:
                         self._sealed[(name, segment)] = live
             return TableCommit(record.version, 0, dict(record.partitions))
 
+    # -- staged segments (streamwrite.table.staged: written elsewhere, adopted here) ----------
+
+    def stage(
+        self, app_id: str, batch_id: int, *, commit_size: int = STAGED_COMMIT_SIZE
+    ) -> StagedBatch:
+        """Where and how workers stage the rows of batch ``(app_id, batch_id)``: the
+        picklable :class:`~streamwrite.StagedBatch` (this table's schema, partitioning, write
+        options and encryption). Keep the table open until :meth:`adopt_staged`: a writer
+        opening the table deletes every staging directory.
+
+        Args:
+            app_id, batch_id: the batch (as :meth:`append` takes them).
+            commit_size: encoded bytes a staged segment holds in memory before committing
+                them (each commit writes a footer; default 64 MiB).
+
+        Returns:
+            The staged batch (workers call its ``write``).
+
+        Raises:
+            ConfigError: a bad ``app_id``, ``batch_id`` or ``commit_size``.
+            StateError: the table is poisoned or closed.
+        """
+        self._check()
+        checked = check_batch_id(app_id, batch_id, "error")
+        assert checked is not None
+        if isinstance(commit_size, bool) or not isinstance(commit_size, int) or commit_size < 1:
+            raise ConfigError(f"commit_size must be a positive integer, got {commit_size!r}.")
+        record = self._machine.record
+        return StagedBatch(
+            str(self.path.absolute()),
+            app_id,
+            checked,
+            self.schema,
+            record.timestamp,
+            record.partition_by,
+            dict(self._write_kwargs),
+            self._encryption(),
+            commit_size,
+        )
+
+    async def adopt_staged(
+        self,
+        staged: Sequence[StagedSegment],
+        *,
+        app_id: str,
+        batch_id: int,
+        on_stale: str = "error",
+    ) -> TableCommit:
+        """Publish the segments staged for batch ``(app_id, batch_id)`` (exactly one attempt's
+        report per piece of work) in one ``_txn`` version that records the batch id, then
+        delete the batch's staging directory (failed and losing attempts with it). What is
+        buffered is committed first. A replay (the batch id committed before) publishes
+        nothing; so does a batch with no segment. The adopted segments are sealed: the next
+        row of their partition starts a new segment. Staging is deleted when a writer
+        opens the table (so nothing a crash left behind is ever published).
+
+        Returns:
+            The commit (``skipped=True`` for a replay or a skipped stale batch id).
+
+        Raises:
+            ConfigError: bad ids, a segment outside the batch's staging, reported twice.
+            StaleBatchError: ``batch_id`` is below the last one committed for ``app_id``
+                (unless ``on_stale="skip"``): nothing is published.
+            CorruptFileError: a staged segment is missing or not what was reported (nothing
+                is published; the table stays open).
+            StateError: the table is poisoned or closed.
+            StreamwriteIOError: moving the segments or the publish failed (poisoned).
+        """
+        self._check()
+        checked = check_batch_id(app_id, batch_id, on_stale)
+        assert checked is not None
+        batch = f"{STAGING_DIR}/{staging_name(app_id, checked)}"
+        async with self._lock:
+            self._check()
+            with anyio.CancelScope(shield=True):  # nothing may stop halfway
+                tickets = self._pipeline.detach()
+                try:
+                    unit = await self._take_locked(tickets)
+                except BaseException as exc:
+                    self._pipeline.abandon(tickets, exc)
+                    self._fail(exc)
+                    raise
+                await self._pipeline.drain(unit)
+                async with self._commit_lock:
+                    self._check()
+                    record = self._machine.record
+                    decision = self._machine.decide_batch(app_id, checked)
+                    commit = TableCommit(record.version, 0, dict(record.partitions), True)
+                    if decision is BatchDecision.STALE and on_stale == "error":
+                        raise StaleBatchError(app_id, checked, record.applied[app_id])
+                    if decision is BatchDecision.NEW and staged:
+                        columns = tuple(c.name for c in self.parquet_schema.columns)
+                        segments = await anyio.to_thread.run_sync(
+                            verify_staged, self.path, staged, batch, columns
+                        )
+                        moves = [(s, self._machine.allocate_segment(s.partition)) for s in segments]
+                        try:
+                            listed = await anyio.to_thread.run_sync(move_staged, self.path, moves)
+                        except BaseException as exc:
+                            self._fail(exc)
+                            raise
+                        record = record.next(listed, {app_id: checked})
+                        await self._publish(record)
+                        for partition in listed:  # sealed: appends start a new segment
+                            live = self._active.pop(partition, None)
+                            if live is not None:
+                                await live.close()
+                            self._machine.seal_newest(partition)
+                        num_rows = sum(s.num_rows for s in segments)
+                        commit = TableCommit(record.version, num_rows, dict(record.partitions))
+                    elif decision is BatchDecision.NEW:
+                        commit = replace(commit, skipped=False)
+                await anyio.to_thread.run_sync(clean_staging, self.path, batch)
+            return commit
+
     # -- segments and compaction (the steps are in streamwrite.compaction) -----------------
 
     async def new_segment(self, partition: str, *, pending: bool = False) -> LiveFile:
@@ -698,7 +827,8 @@ class Table:
     async def eligible_segments(
         self, partition: str, idle_seconds: float | None, seal: bool
     ) -> tuple[tuple[Segment, ...], int]:
-        """The partition's segments now, and how many leading ones compaction may take: those
+        """The partition's local segments now (its leading cold ones left out), and how many
+        leading ones compaction may take: those
         no commit will touch again, plus the newest when the partition is idle
         (``idle_seconds``; None: now) with every row group it was given committed. With
         ``seal``, that newest one is sealed: the partition's next row group starts a new
@@ -723,7 +853,9 @@ class Table:
                 elif seal:
                     machine.seal_newest(partition)
             eligible = next((i for i, s in enumerate(segments) if s.name in busy), len(segments))
-            return segments, eligible
+            # compaction never touches cold segments (tiering keeps them a leading run)
+            num_cold = next((i for i, s in enumerate(segments) if not s.is_cold), len(segments))
+            return segments[num_cold:], max(eligible - num_cold, 0)
 
     @property
     def is_open(self) -> bool:
@@ -775,15 +907,70 @@ class Table:
         policy = policy or self.settings.compaction
         return await compact_table(self, names, policy, explicit=True, hook=hook)
 
+    # -- cold storage (streamwrite.table.tiering) -----------------------------------------
+
+    _tiering: TableTiering | None = None
+    """Moves settled segments to the table's cold storage (None: it has none; set by
+    :func:`open_table` from ``cold_storage``)."""
+
+    @property
+    def last_tiering_error(self) -> Exception | None:
+        """The last error of background tiering (it keeps running), or of the cold storage
+        recovery on open when the store could not be reached (the next round retries)."""
+        return None if self._tiering is None else self._tiering.last_error
+
+    async def tier(self, *, hook: Callable[[str], None] | None = None) -> list[str]:
+        """Move the segments due now to cold storage (``open_table(cold_storage=...)``):
+        settled ones (no writer holds them, compaction would not merge them) whose data was
+        last written ``cold_after`` seconds ago or more. Each is uploaded, verified (size
+        and XXH64 read back), published in ``_txn`` and the bucket's ``_txn_log``, and its
+        local copy is retired (deleted after the compaction grace period). ``hook`` is
+        called with each step's name as it starts: ``upload``, ``verify``, ``publish``,
+        ``log``, ``retire``, ``done``.
+
+        Returns:
+            The ``partition/segment`` paths moved.
+
+        Raises:
+            ConfigError: the table has no cold storage.
+            StreamwriteIOError: the object store failed (nothing is lost: an unpublished
+                upload is deleted now or by the next round or open).
+            CorruptFileError: an object read back differs from the local segment.
+            StateError: the table is closed or poisoned, or another writer uses the cold
+                storage root.
+        """
+        self._check()
+        if self._tiering is None:
+            raise ConfigError(
+                f"The table {str(self.path)!r} has no cold storage; open it with "
+                "open_table(..., cold_storage=URL) to tier segments."
+            )
+        return await self._tiering.tier(self, hook)
+
+    async def publish_change(self, change: Callable[[TxnRecord], TxnRecord]) -> TxnRecord:
+        """Publish ``change(newest record)`` as the next ``_txn`` version (commit lock held;
+        a failed publish poisons the table).
+
+        Returns:
+            The published record.
+        """
+        async with self._commit_lock:
+            self._check()
+            record = change(self._machine.record)
+            await self._publish(record)
+            return record
+
     # -- reading and lifecycle --------------------------------------------------------------
 
     def snapshot(self) -> TableSnapshot:
         """Pin the newest committed version (readable while appends and compaction go on).
 
         Release it (``with table.snapshot() as snap:`` or ``snap.release()``) when done:
-        until then compaction keeps every segment it reads.
+        until then compaction keeps every segment it reads. Its cold segments are read from
+        the table's cold storage with the table's ``storage_options``.
         """
-        return snapshot_of(self.path, self._machine.record, self.pins)
+        options = None if self._tiering is None else self._tiering.store.storage_options
+        return snapshot_of(self.path, self._machine.record, self.pins, options)
 
     @property
     def record(self) -> TxnRecord:
@@ -810,6 +997,8 @@ class Table:
             self._task_group.start_soon(self._timer)
         if self.settings.compaction_interval is not None:
             self._task_group.start_soon(run_compactor, self)
+            if self._tiering is not None:
+                self._task_group.start_soon(self._tiering.run, self)
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -833,6 +1022,8 @@ class Table:
         finally:
             self._machine.close()
             self.compactor_scope.cancel()
+            if self._tiering is not None:
+                self._tiering.scope.cancel()
             async with self.compaction_lock:  # a cancelled compaction has cleaned up
                 pass
             self._pipeline.background = False

@@ -23,12 +23,17 @@ __all__ = ["SegmentPlan", "SnapshotView", "TablePlan"]
 class SnapshotView:
     """What a scan needs of a snapshot: where, which version, its segments and record."""
 
-    path: Path
+    path: Path | str
+    """The table directory, or the table URL."""
     version: int
     files: Sequence[tuple[str, int]]
     """``(partition/segment, committed size)`` in row order."""
     record: TxnRecord
     schema: pa.Schema
+    segments: Any
+    """Opens each segment (local or cold) at its committed size: a
+    :class:`streamwrite.table.scan.SegmentOpener` (the snapshot; typed there, so that this
+    module does not import the reader)."""
 
 
 @dataclass(frozen=True, slots=True)

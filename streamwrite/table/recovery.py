@@ -82,6 +82,7 @@ from streamwrite.table.evolution import (
     segment_encryption,
 )
 from streamwrite.table.execute import run_file_actions, scan_table
+from streamwrite.table.staged import clean_staging
 
 __all__ = [
     "LOCK_FILE",
@@ -242,14 +243,16 @@ async def recover_segments(
             footer XXH64 is not the one ``_txn`` recorded.
     """
     record = await anyio.to_thread.run_sync(migrate_layout, path, record)
+    await anyio.to_thread.run_sync(clean_staging, path)  # no batch is in flight: lock held
     listing = await anyio.to_thread.run_sync(scan_table, path, record)
     actions = plan_recovery(record, listing, str(path))
     await run_recovery_actions(path, actions, schema, write_options, encryption)
     if any(isinstance(action, RecoverSegment) for action in actions):
         listing = await anyio.to_thread.run_sync(scan_table, path, record)
         verify_recovery(record, listing, str(path))
-    if record.partitions:  # one segment opened now: encryption settings that do not fit fail here
-        newest = max(record.partitions)
+    local = [p for p in sorted(record.partitions) if not record.partitions[p][-1].is_cold]
+    if local:  # one segment opened now: encryption settings that do not fit fail here
+        newest = local[-1]
         segment = record.partitions[newest][-1]
         directory = path / newest / segment.name
         own, own_encryption = schema, encryption

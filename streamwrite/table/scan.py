@@ -18,18 +18,25 @@ widened to the table's schema, then filtered). The filter is always applied to t
 (``streamwrite.predicate.to_arrow``): pruning only decides what need not be read, so
 ``snapshot.read(filters=f)`` equals ``snapshot.read().filter(to_arrow(f))``.
 
-:func:`snapshot_files` gives other engines the surviving data files with their committed
-sizes. A live segment's ``data.parquet`` may be longer than its committed size (an append in
-flight writes past it): an engine must read only its first ``committed_size`` bytes, which
+Where segments are: every segment is opened through the snapshot
+(``SnapshotView.segments``, ``TableSnapshot.open_segment``), local or in cold storage, so
+every level works the same on a table read by URL: its partitions, each footer (fetched by
+one ranged request), row groups and pages (only the chunks and pages read are fetched). Such
+a table has no skipping store (it is local state, not published): that level keeps every
+segment there.
+
+:func:`surviving_segments` gives other engines the segments that may match, with their
+committed sizes (``TableSnapshot.files(filters=)`` turns them into data files). A live
+segment's ``data.parquet`` may be longer than its committed size (an append in flight writes
+past it): an engine must read only its first ``committed_size`` bytes, which
 :func:`streamwrite.snapshot_filesystem` does for pyarrow, DuckDB and polars (the paths of the
 view are the table-relative names); a bare path is safe only while no append is in flight.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -37,7 +44,6 @@ import pyarrow as pa
 from streamwrite.arrow.evolution import widen_table
 from streamwrite.crypto.decryption import DecryptionConfig
 from streamwrite.errors import CorruptFileError, SchemaError, StreamwriteError
-from streamwrite.format.sidecar.codec import parquet_footer_checksum
 from streamwrite.predicate import (
     Expr,
     arrow_path,
@@ -56,17 +62,25 @@ from streamwrite.reader.pruning import plan_read
 from streamwrite.skipping.config import SkippingConfig
 from streamwrite.skipping.store import SkippingStore
 from streamwrite.table.levels import all_null, partition_containers
-from streamwrite.table.paths import segment_data_path
 from streamwrite.table.plans import SegmentPlan, SnapshotView, TablePlan
 
 __all__ = [
+    "SegmentOpener",
     "SegmentPlan",
     "SnapshotView",
     "TablePlan",
     "plan_snapshot",
     "read_filtered",
-    "snapshot_files",
+    "surviving_segments",
 ]
+
+
+class SegmentOpener(Protocol):
+    """Opens a snapshot's segments wherever they are (``TableSnapshot.open_segment``)."""
+
+    def open_segment(
+        self, name: str, size: int, *, decryption: DecryptionConfig | None = None
+    ) -> ParquetFile: ...
 
 
 def _store_keep(view: SnapshotView, expr: Expr, candidates: list[tuple[str, int]]) -> set[str]:
@@ -75,8 +89,8 @@ def _store_keep(view: SnapshotView, expr: Expr, candidates: list[tuple[str, int]
     bytes). A store that cannot be opened or read (its files deleted by a configuration
     change or ``drop_index`` since this version) proves nothing."""
     value = view.record.skipping
-    if not value or not value.get("store"):
-        return set()
+    if not value or not value.get("store") or not isinstance(view.path, Path):
+        return set()  # a table read by URL has no skipping store (it is local state)
     try:
         config = SkippingConfig.parse(value["config"], view.schema)
         if not config.store_indexes:
@@ -90,18 +104,6 @@ def _store_keep(view: SnapshotView, expr: Expr, candidates: list[tuple[str, int]
     except (StreamwriteError, OSError):
         return set()
     return {name for name, keep in zip(names, verdict, strict=True) if not keep}
-
-
-def _footer_checksum(data: Path, size: int) -> int | None:
-    """The XXH64 of the Parquet footer ending at ``size`` in ``data`` (None: none there)."""
-    with open(data, "rb") as f:
-        tail = os.pread(f.fileno(), 8, size - 8)
-        if len(tail) != 8:
-            return None
-        footer_size = int.from_bytes(tail[:4], "little") + 8
-        if footer_size > size:
-            return None
-        return parquet_footer_checksum(os.pread(f.fileno(), footer_size, size - footer_size))
 
 
 class _Scan:
@@ -141,22 +143,10 @@ class _Scan:
                 self.decisions.append((name, size, None))
 
     def open(self, name: str, size: int) -> ParquetFile:
-        """Segment ``name`` at committed ``size``, as a live file (its ``_pm`` checked); when
-        its ``_pm`` is unreadable, its data file alone if the footer there is the one
-        ``_txn`` recorded (inside a table ``_pm`` is no commit point: state.py)."""
-        directory = self.view.path / name
-        try:
-            return ParquetFile(directory, snapshot=size, decryption=self.decryption)
-        except CorruptFileError:
-            partition, _, segment = name.partition("/")
-            listed = self.view.record.partitions.get(partition, ())
-            checksum = next(
-                (s.footer_xxh64 for s in listed if s.name == segment and s.size == size), None
-            )
-            data = segment_data_path(directory)
-            if checksum is None or _footer_checksum(data, size) != checksum:
-                raise
-            return ParquetFile(data, snapshot=size, decryption=self.decryption)
+        """Segment ``name`` at committed ``size``, wherever it is (``TableSnapshot.open_segment``:
+        a local live file, or a cold segment read by byte ranges)."""
+        opener: SegmentOpener = self.view.segments
+        return opener.open_segment(name, size, decryption=self.decryption)
 
     def missing(self, pf: ParquetFile) -> dict[str, pa.DataType]:
         """The filter's columns the segment lacks (added later), with their types."""
@@ -263,12 +253,6 @@ def read_filtered(
     for name, size, skipped in scan.decisions:
         if skipped is not None:
             continue
-        if not (view.path / name).is_dir():
-            raise CorruptFileError(
-                f"The segment {str(view.path / name)!r} that the table's _txn names is "
-                "missing: committed data is gone.",
-                0,
-            )
         try:
             with scan.open(name, size) as pf:
                 tables.append(scan.rows(pf, full))
@@ -284,19 +268,19 @@ def read_filtered(
     return rows.filter(to_arrow(scan.expr, rows.schema)).select(target.names)
 
 
-def snapshot_files(
+def surviving_segments(
     view: SnapshotView, filters: object, decryption: DecryptionConfig | None
 ) -> list[tuple[str, int]]:
-    """Returns: ``(data file path, committed size)`` of each segment that may hold a
-    matching row (every segment when ``filters`` is None), in row order (module docstring:
-    read each only up to its committed size).
+    """Returns: ``(partition/segment, committed size)`` of each segment that may hold a
+    matching row (every segment when ``filters`` is None), in row order.
 
     Raises:
         ConfigError, SchemaError: a filter that does not parse or bind to the table's schema.
         CorruptFileError: a segment is missing or damaged.
+        StreamwriteIOError: the cold storage cannot be reached.
     """
     if filters is None:
-        return [(str(segment_data_path(view.path / name)), size) for name, size in view.files]
+        return list(view.files)
     scan = _Scan(view, filters, decryption)
     kept: list[tuple[str, int]] = []
     for name, size, skipped in scan.decisions:
@@ -304,5 +288,5 @@ def snapshot_files(
             with scan.open(name, size) as pf:
                 skipped, _ = scan.segment(pf, None)
         if skipped is None:
-            kept.append((str(segment_data_path(view.path / name)), size))
+            kept.append((name, size))
     return kept

@@ -55,11 +55,19 @@ Rules of the view:
 
 A bare live-file directory (``data.parquet`` + ``_pm``, no ``_txn``) is shown as
 ``/data.parquet`` at the committed size its ``_pm`` names (``fs.version`` is None).
+
+**Cold segments and table URLs.** A segment tiered to cold storage (``Segment.is_cold``) is
+shown at the same path and size; its bytes are read from its object by byte ranges
+(:class:`streamwrite.io.remote.RangeSource`: the tail once, then exactly the ranges the engine
+asks for, through the process-wide range cache), with no descriptor. Given a table URL
+(``snapshot_filesystem("s3://bucket/prefix", storage_options=...)``) the view shows the
+version the table published there (:mod:`streamwrite.table.remote`: only its cold segments),
+so pyarrow, DuckDB and polars read a table from another machine with snapshot isolation and
+nothing local touched. Cold objects are immutable, so no open step pins them.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import errno
 import hashlib
@@ -67,7 +75,7 @@ import os
 import re
 import threading
 import weakref
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -79,115 +87,30 @@ from fsspec.spec import (  # type: ignore[import-untyped]  # fsspec ships no typ
 
 from streamwrite.errors import ConfigError, CorruptFileError, StateError, StreamwriteIOError
 from streamwrite.format.txn import TXN_FILE
+from streamwrite.io.remote import ObjectStore
 from streamwrite.reader.tail import committed_size
-from streamwrite.table.state import TableSnapshot, read_snapshot
+from streamwrite.table.remote import is_table_url, read_remote_record
+from streamwrite.table.snapshot_files import (
+    DATA_FILE,
+    DataFile,
+    MissingDataFileError,
+    close_fds,
+    open_snapshot,
+)
+from streamwrite.table.snapshot_files import (
+    open_files as _open_files,  # the name tests/table/test_snapshot_fs.py imports
+)
+from streamwrite.table.state import TableSnapshot, read_snapshot, snapshot_of
 
 __all__ = ["PROTOCOL", "SnapshotFileSystem", "snapshot_filesystem"]
 
 PROTOCOL = "streamwrite"
 """The prefix of each view's default URL scheme (``streamwrite1``, ``streamwrite2``, ...)."""
-
-DATA_FILE = "data.parquet"
 _OPEN_ATTEMPTS = 20
 """How many newer ``_txn`` versions the view takes when a data file vanished between reading
 ``_txn`` and opening it (compaction swept a segment of a superseded version)."""
-_RESOLVE_ATTEMPTS = 3
-"""How many times a data file not found at its path is looked up again through the snapshot
-(a segment retired meanwhile is renamed, once)."""
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-_]*:(//)?")
 _PROTOCOL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-_]*")
-
-
-@dataclass(frozen=True, slots=True)
-class _DataFile:
-    """One shown file: its committed size, open descriptor and modification time."""
-
-    size: int
-    fd: int
-    mtime: float
-    disk_path: str
-
-
-def _close_fds(fds: list[int]) -> None:
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            os.close(fd)
-    fds.clear()
-
-
-def _open_files(
-    entries: list[tuple[str, int, Path]],
-) -> dict[str, _DataFile]:
-    """Open each ``(view path, committed size, disk path)``; all or nothing.
-
-    Raises:
-        FileNotFoundError: a data file is gone (its descriptors are closed again).
-        CorruptFileError: a data file is shorter than its committed size.
-        StreamwriteIOError: any other failure to open or stat.
-    """
-    opened: dict[str, _DataFile] = {}
-    fds: list[int] = []
-    try:
-        for view_path, size, disk_path in entries:
-            fd = os.open(disk_path, os.O_RDONLY)  # not inherited by child processes (PEP 446)
-            fds.append(fd)
-            stat = os.fstat(fd)
-            if stat.st_size < size:
-                raise CorruptFileError(
-                    f"{str(disk_path)!r} holds {stat.st_size} bytes, fewer than the committed "
-                    f"size {size} its table records.",
-                    stat.st_size,
-                )
-            opened[view_path] = _DataFile(size, fd, stat.st_mtime, str(disk_path))
-    except FileNotFoundError:
-        _close_fds(fds)
-        raise
-    except OSError as exc:
-        _close_fds(fds)
-        raise StreamwriteIOError(f"Opening a data file of the snapshot failed: {exc}.") from exc
-    except BaseException:
-        _close_fds(fds)
-        raise
-    return opened
-
-
-def _table_entries(snapshot: TableSnapshot) -> list[tuple[str, int, Path]]:
-    """``(view path, committed size, disk path)`` of each segment of ``snapshot``."""
-    disk_paths = snapshot.data_files()
-    return [
-        (f"/{name}/{DATA_FILE}", size, disk_path)
-        for (name, size), disk_path in zip(snapshot.files, disk_paths, strict=True)
-    ]
-
-
-class _MissingDataFileError(Exception):
-    """A data file of a snapshot is gone (its segment was swept, or the table is damaged)."""
-
-
-def _open_snapshot(snapshot: TableSnapshot) -> dict[str, _DataFile]:
-    """Open the data files of ``snapshot``, taking their on-disk paths from the snapshot.
-
-    A segment retired between asking for its path and opening it may have been renamed
-    (retiring only renames forward), so a file not found sends the view back to
-    ``TableSnapshot.data_files()`` for the current paths, a few times.
-
-    Raises:
-        _MissingDataFileError: a data file is gone (the table API found none, or it vanished
-            each time).
-        CorruptFileError: a data file is shorter than its committed size.
-        StreamwriteIOError: a data file cannot be opened.
-    """
-    detail = ""
-    for _ in range(_RESOLVE_ATTEMPTS):
-        try:
-            entries = _table_entries(snapshot)
-        except CorruptFileError as exc:  # the table API found no data file for a segment
-            raise _MissingDataFileError(str(exc)) from exc
-        try:
-            return _open_files(entries)
-        except FileNotFoundError as exc:
-            detail = f"{exc.filename!r} was not found"
-    raise _MissingDataFileError(detail)
 
 
 class SnapshotFileSystem(AbstractFileSystem):  # type: ignore[misc]
@@ -224,9 +147,9 @@ class SnapshotFileSystem(AbstractFileSystem):  # type: ignore[misc]
 
     def __init__(
         self,
-        table_path: Path,
+        table_path: Path | str,
         version: int | None,
-        files: dict[str, _DataFile],
+        files: dict[str, DataFile],
         protocol: str | None = None,
         schema: pa.Schema | None = None,
     ) -> None:
@@ -260,11 +183,11 @@ class SnapshotFileSystem(AbstractFileSystem):  # type: ignore[misc]
                 self._children.setdefault(parent, {})[path] = entry
                 if not is_file:
                     self._children.setdefault(path, {})
-        self._fds = [f.fd for f in files.values()]
+        self._fds = [f.fd for f in files.values() if f.fd >= 0]
         self._reads_in_flight = 0
         self._closing = False
         self._idle = threading.Condition()
-        self._finalizer = weakref.finalize(self, _close_fds, self._fds)
+        self._finalizer = weakref.finalize(self, close_fds, self._fds)
 
     # -- paths ---------------------------------------------------------------------------------
 
@@ -360,7 +283,7 @@ class SnapshotFileSystem(AbstractFileSystem):  # type: ignore[misc]
         data_file = self._data_file(path)
         return f"{data_file.disk_path}:{data_file.size}"
 
-    def _data_file(self, path: str) -> _DataFile:
+    def _data_file(self, path: str) -> DataFile:
         data_file = self._files.get(self._strip_protocol(path))
         if data_file is None:
             self.info(path)  # FileNotFoundError for a missing path
@@ -392,7 +315,7 @@ class SnapshotFileSystem(AbstractFileSystem):  # type: ignore[misc]
         begin, stop, _ = slice(start, end).indices(data_file.size)
         return self._read_range(data_file, begin, stop)
 
-    def _read_range(self, data_file: _DataFile, start: int, end: int) -> bytes:
+    def _read_range(self, data_file: DataFile, start: int, end: int) -> bytes:
         """Returns: bytes ``[start, min(end, committed size))`` of an open data file."""
         end = min(end, data_file.size)
         with self._idle:
@@ -408,7 +331,9 @@ class SnapshotFileSystem(AbstractFileSystem):  # type: ignore[misc]
                 self._idle.notify_all()
 
     @staticmethod
-    def _pread(data_file: _DataFile, start: int, end: int) -> bytes:
+    def _pread(data_file: DataFile, start: int, end: int) -> bytes:
+        if data_file.source is not None:  # a cold segment: one ranged read (or the cache)
+            return bytes(data_file.source.read(start, end - start))
         chunks = []
         while start < end:
             try:
@@ -470,7 +395,7 @@ class SnapshotFile(AbstractBufferedFile):  # type: ignore[misc]
     committed size (``size``)."""
 
     def __init__(
-        self, fs: SnapshotFileSystem, path: str, data_file: _DataFile, block_size: int | None
+        self, fs: SnapshotFileSystem, path: str, data_file: DataFile, block_size: int | None
     ) -> None:
         self._data_file = data_file
         super().__init__(
@@ -483,18 +408,29 @@ class SnapshotFile(AbstractBufferedFile):  # type: ignore[misc]
         return fs._read_range(self._data_file, start, end)
 
 
+def _same_table(snapshot: TableSnapshot, path: Path | str) -> bool:
+    if isinstance(path, Path) and isinstance(snapshot.path, Path):
+        return snapshot.path.resolve() == path.resolve()
+    if isinstance(path, str) and isinstance(snapshot.path, str):
+        return ObjectStore(snapshot.path).url == ObjectStore(path).url
+    return False
+
+
 def _resolve(
-    path: Path, version: int | TableSnapshot | None, protocol: str | None
+    path: Path | str,
+    version: int | TableSnapshot | None,
+    protocol: str | None,
+    storage_options: Mapping[str, Any] | None,
 ) -> SnapshotFileSystem:
     if isinstance(version, TableSnapshot):
-        if version.path.resolve() != path.resolve():
+        if not _same_table(version, path):
             raise ConfigError(
                 f"The snapshot {version!r} is of the table {str(version.path)!r}, not "
                 f"{str(path)!r}."
             )
         try:
-            files = _open_snapshot(version)
-        except _MissingDataFileError as exc:
+            files = open_snapshot(version)
+        except MissingDataFileError as exc:
             raise StateError(
                 f"Version {version.version} of the table {str(path)!r} lost a data file "
                 f"({exc}): a released snapshot's segments are not kept."
@@ -504,6 +440,11 @@ def _resolve(
         raise ConfigError(
             f"version must be None, an int or a TableSnapshot, got {version!r} for {str(path)!r}."
         )
+    if isinstance(path, str):
+        store = ObjectStore(path, storage_options)
+        snapshot = snapshot_of(path, read_remote_record(store, version), None, storage_options)
+        files = open_snapshot(snapshot)  # cold segments only: nothing to open
+        return SnapshotFileSystem(path, snapshot.version, files, protocol, snapshot.schema)
     if not (path / TXN_FILE).is_file():
         if version is not None:
             raise ConfigError(
@@ -515,7 +456,7 @@ def _resolve(
             )
         files = _open_files([(f"/{DATA_FILE}", committed_size(path), path / DATA_FILE)])
         return SnapshotFileSystem(path, None, files, protocol)
-    return _open_table(path, version, protocol)
+    return _open_table(path, version, protocol, storage_options)
 
 
 def _check_version(path: Path, version: int | None, newest: int) -> None:
@@ -532,19 +473,24 @@ def _check_version(path: Path, version: int | None, newest: int) -> None:
     )
 
 
-def _open_table(path: Path, version: int | None, protocol: str | None) -> SnapshotFileSystem:
+def _open_table(
+    path: Path,
+    version: int | None,
+    protocol: str | None,
+    storage_options: Mapping[str, Any] | None,
+) -> SnapshotFileSystem:
     """Open the data files of the newest ``_txn`` version (which must be ``version`` if set).
 
     A data file missing at open time is damage only if ``_txn`` still names the same version;
     otherwise compaction swept it after a newer version superseded ours: take the newer one.
     """
-    snapshot = read_snapshot(path)
+    snapshot = read_snapshot(path, storage_options=storage_options)
     for _ in range(_OPEN_ATTEMPTS):
         _check_version(path, version, snapshot.version)
         try:
-            files = _open_snapshot(snapshot)
-        except _MissingDataFileError as exc:
-            newer = read_snapshot(path)
+            files = open_snapshot(snapshot)
+        except MissingDataFileError as exc:
+            newer = read_snapshot(path, storage_options=storage_options)
             if newer.version == snapshot.version:
                 raise CorruptFileError(
                     f"Version {snapshot.version} of the table {str(path)!r} lists a data file "
@@ -565,21 +511,28 @@ def snapshot_filesystem(
     version: int | TableSnapshot | None = None,
     *,
     protocol: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> SnapshotFileSystem:
     """A read-only fsspec filesystem showing one committed version of the table at ``path``.
 
-    Its root ``/`` is the table directory; it shows ``/<partition>/<segment>/data.parquet``
-    for each segment of the version, cut at its committed size, and nothing else (module
-    docstring: the rules). The files are opened now and stay open until ``fs.close()``.
+    Its root ``/`` is the table; it shows ``/<partition>/<segment>/data.parquet`` for each
+    segment of the version, cut at its committed size, and nothing else (module docstring:
+    the rules). Local data files are opened now and stay open until ``fs.close()``; cold
+    segments are read from their objects by byte ranges.
 
     Args:
-        path: a table directory (or a bare live-file directory: ``/data.parquet``).
+        path: a table directory (or a bare live-file directory: ``/data.parquet``), or a
+            table URL (``s3://bucket/prefix``, any fsspec URL: the version the table
+            published there, its cold segments).
         version: None for the newest ``_txn`` version; an int that must equal it (only the
-            newest ``_txn`` record is kept on disk); or a :class:`TableSnapshot` pinned with
-            ``Table.snapshot()`` in this process.
+            newest ``_txn`` record is kept on disk; a table URL also serves the published
+            versions that retention kept); or a :class:`TableSnapshot` pinned with
+            ``Table.snapshot()`` in this process (or read from the same URL).
         protocol: the view's URL scheme (``fs.protocol``, used by DuckDB); default a new
             ``streamwrite<N>`` for each view, so views of several versions can be registered
             at once.
+        storage_options: fsspec keyword arguments (credentials, endpoint) reaching the cold
+            storage or the table URL.
 
     Returns:
         The view; ``fs.version`` is the ``_txn`` version it shows. Use ``with`` or
@@ -592,6 +545,8 @@ def snapshot_filesystem(
         CorruptFileError: a data file listed by the version is gone or shorter than its
             committed size; a damaged ``_txn`` or ``_pm``.
         StateError: a released snapshot whose files were deleted.
-        StreamwriteIOError: a data file cannot be opened.
+        StreamwriteIOError: a data file cannot be opened; a table URL with no published
+            version (``errno`` ``ENOENT``), or cold storage that cannot be reached.
     """
-    return _resolve(Path(path), version, protocol)
+    location: Path | str = path if is_table_url(path) else Path(path)  # type: ignore[assignment]
+    return _resolve(location, version, protocol, storage_options)

@@ -13,6 +13,11 @@ goes back, so the reader (``streamwrite.reader.tail``) opens ``data.parquet`` fi
 the retired name: whichever it opens stays readable through the open file, even if it is
 renamed or deleted afterwards. :func:`segment_data_path` answers the same question as a path
 (for readers that open by name: try again on ``FileNotFoundError``).
+
+A segment tiered to cold storage (``Segment.is_cold``) lives as an object under the cold root
+``_txn`` names; a snapshot read by URL (``read_snapshot("s3://...")``) has only such segments.
+:meth:`TableSnapshot.open_segment` opens either kind (``streamwrite.table.cold``); every
+reader of a snapshot goes through it.
 """
 
 from __future__ import annotations
@@ -20,8 +25,10 @@ from __future__ import annotations
 import os
 import weakref
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -29,20 +36,22 @@ from streamwrite.arrow.evolution import widen_table
 from streamwrite.arrow.schema import decode_arrow_schema
 from streamwrite.crypto.decryption import DecryptionConfig
 from streamwrite.errors import CorruptFileError, SchemaError, StateError, StreamwriteIOError
-from streamwrite.format.sidecar.codec import parquet_footer_checksum
 from streamwrite.format.txn import (
     TXN_FILE,
     Segment,
     TxnRecord,
+    cold_object_key,
 )
+from streamwrite.io.remote import ObjectStore
 from streamwrite.io.txn import read_txn
 from streamwrite.layout.table import publish_txn
 from streamwrite.live.file import EncodedRowGroup, LiveFile
 from streamwrite.options import CompactionPolicy
 from streamwrite.reader.file import ParquetFile
 from streamwrite.table.execute import run_file_actions
-from streamwrite.table.paths import _missing, segment_data_path
+from streamwrite.table.paths import segment_data_path
 from streamwrite.table.plans import SnapshotView, TablePlan
+from streamwrite.table.remote import is_table_url, read_remote_record
 
 __all__ = [
     "PartitionBuffer",
@@ -113,9 +122,9 @@ class SegmentFiles(tuple[tuple[str, int], ...]):
     called, the data files that may hold rows matching a filter:
     ``snapshot.files(filters=[("symbol", "==", "X")])``."""
 
-    _owner: tuple[Path, int, TxnRecord | None, pa.Schema | None] | None = None
-    """The snapshot's path, version, record and schema (no reference to the snapshot: its
-    pin is released when it is garbage)."""
+    _owner: tuple[Any, ...] | None = None
+    """The snapshot's fields but its pin (no reference to the snapshot: its pin is released
+    when it is garbage)."""
 
     def __call__(
         self, filters: object = None, *, decryption: DecryptionConfig | None = None
@@ -124,47 +133,54 @@ class SegmentFiles(tuple[tuple[str, int], ...]):
         segment for None): the partition, skipping-store and footer levels prune.
 
         Returns:
-            ``(data file path, committed size)`` in row order. Read each file only up to its
-            committed size: a live segment's file may be longer while an append is in flight
-            (:func:`streamwrite.snapshot_filesystem` cuts the files for pyarrow, DuckDB and
-            polars).
+            ``(data file, committed size)`` in row order: a local path, or the URL of a cold
+            segment's object (``s3://bucket/prefix/partition/segment/data.parquet``). Read each
+            file only up to its committed size: a live segment's file may be longer while an
+            append is in flight (:func:`streamwrite.snapshot_filesystem` cuts the files for
+            pyarrow, DuckDB and polars, and serves cold segments by byte ranges).
 
         Raises:
             ConfigError: a filter streamwrite cannot represent (an unknown function...).
             SchemaError: a filter on a column the table does not have.
             CorruptFileError: a segment is missing or damaged.
         """
-        from streamwrite.table.scan import snapshot_files
-
         if self._owner is None:
             raise StateError("These segment files belong to no snapshot.")
-        return snapshot_files(_view(*self._owner, tuple(self)), filters, decryption)
+        path, version, checksums, schema, record, options = self._owner
+        snapshot = TableSnapshot(path, version, self, None, checksums, schema, record, options)
+        if filters is None:
+            return [(snapshot.segment_location(name), size) for name, size in self]
+        from streamwrite.table.scan import surviving_segments
+
+        return [
+            (snapshot.segment_location(name), size)
+            for name, size in surviving_segments(snapshot._view(), filters, decryption)
+        ]
 
 
-def _view(
-    path: Path,
-    version: int,
-    record: TxnRecord | None,
-    schema: pa.Schema | None,
-    files: tuple[tuple[str, int], ...],
-) -> SnapshotView:
-    """What a scan needs of a snapshot (its record read from ``_txn`` when unknown: only
-    the partitioning and the skipping store's entries, each checked against the committed
-    sizes of ``files``, are taken from it)."""
-    record = record or read_txn(path, shared=True)
-    schema = schema or decode_arrow_schema(record.schema)
-    return SnapshotView(path, version, files, record, schema)
+def _listed(record: TxnRecord, name: str, size: int) -> Segment | None:
+    """The segment ``name`` (``partition/segment``) of ``record`` if it lists it at ``size``."""
+    partition, _, segment = name.partition("/")
+    return next(
+        (s for s in record.partitions.get(partition, ()) if s.name == segment and s.size == size),
+        None,
+    )
 
 
 @dataclass(frozen=True)
 class TableSnapshot:
-    """A pinned table version: each segment's live file at its committed size.
+    """A pinned table version: each segment at its committed size, on the local disk or in
+    cold storage.
 
     Use it as a context manager (or call :meth:`release`) when it comes from
-    :meth:`Table.snapshot`: until then compaction keeps the segments it reads.
+    :meth:`Table.snapshot`: until then compaction keeps the segments it reads. It pickles
+    (without its pin) as its fields: a table URL or path, the record and the storage options,
+    never an open client.
     """
 
-    path: Path
+    path: Path | str
+    """The table directory, or the table URL (``s3://bucket/prefix``) for a snapshot read
+    through the table's published log (:func:`read_snapshot`)."""
     version: int
     files: SegmentFiles
     """``(partition/segment, committed data.parquet size)``, in row order (a tuple; called,
@@ -178,14 +194,123 @@ class TableSnapshot:
     needed). A segment written before ``Table.add_columns`` lacks the added columns;
     :meth:`read` gives them nulls there."""
     record: TxnRecord | None = field(default=None, compare=False, repr=False)
-    """The ``_txn`` record of this version (None: read ``_txn`` when needed)."""
+    """The ``_txn`` record of this version (None: read the newest when needed)."""
+    storage_options: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+    """The fsspec keyword arguments (credentials, endpoint) reaching the cold storage."""
 
     def __post_init__(self) -> None:
         if self._pin is not None:
             weakref.finalize(self, self._pin.release)
+        if not isinstance(self.path, Path) and not is_table_url(self.path):
+            object.__setattr__(self, "path", Path(self.path))
         files = SegmentFiles(self.files)
-        files._owner = (self.path, self.version, self.record, self.schema)
+        files._owner = (
+            self.path,
+            self.version,
+            self.footer_checksums,
+            self.schema,
+            self.record,
+            self.storage_options,
+        )
         object.__setattr__(self, "files", files)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        fields = (self.footer_checksums, self.schema, self.record, self.storage_options)
+        return (TableSnapshot, (self.path, self.version, tuple(self.files), None, *fields))
+
+    @property
+    def url(self) -> str | None:
+        """The table URL of a snapshot read through the published log (None: a local table)."""
+        return None if isinstance(self.path, Path) else self.path
+
+    def _cold_store(self) -> ObjectStore | None:
+        """Where this snapshot's cold segments are: the table URL, or the cold root its
+        ``_txn`` names (None: a local table that never tiered a segment); made once."""
+        cached: ObjectStore | None = self.__dict__.get("_cold_store_made")
+        if cached is None:
+            root = self.url or self._record().cold
+            if root is None:
+                return None
+            cached = ObjectStore(root, self.storage_options)
+            object.__setattr__(self, "_cold_store_made", cached)
+        return cached
+
+    def _record(self) -> TxnRecord:
+        """The record of this version (or, unknown, the newest: segments are looked up in it
+        by name and committed size)."""
+        if self.record is not None:
+            return self.record
+        loaded: TxnRecord | None = self.__dict__.get("_loaded_record")
+        if loaded is None:
+            if isinstance(self.path, Path):
+                loaded = read_txn(self.path, shared=True)
+            else:
+                loaded = read_remote_record(ObjectStore(self.path, self.storage_options))
+            object.__setattr__(self, "_loaded_record", loaded)
+        return loaded
+
+    def _view(self, schema: pa.Schema | None = None) -> SnapshotView:
+        """What a scan needs of this snapshot (its record read when unknown: only the
+        partitioning and the skipping store's entries, each checked against the committed
+        sizes of the files, are taken from it)."""
+        record = self._record()
+        schema = schema or self.schema or decode_arrow_schema(record.schema)
+        return SnapshotView(self.path, self.version, tuple(self.files), record, schema, self)
+
+    def _footer_xxh64(self, name: str, size: int, segment: Segment | None) -> int | None:
+        if segment is not None:
+            return segment.footer_xxh64
+        files = tuple(self.files)
+        if (name, size) in files and len(self.footer_checksums) == len(files):
+            return self.footer_checksums[files.index((name, size))]
+        return None
+
+    def open_segment(
+        self, name: str, size: int, *, decryption: DecryptionConfig | None = None
+    ) -> ParquetFile:
+        """Open segment ``name`` (``partition/segment``) at its committed ``size``, wherever
+        it is: a local live file (its ``_pm`` checked, or its data file alone when the
+        footer there is the one ``_txn`` recorded), or a cold segment read by byte ranges
+        from the object store (its size and recorded footer XXH64 checked). A local segment
+        tiered to cold storage after this snapshot was taken, and deleted locally since, is
+        read from cold storage.
+
+        Returns:
+            The open :class:`ParquetFile` (close it; ``with`` works).
+
+        Raises:
+            CorruptFileError: the segment (or its object) is missing, shorter than ``size``,
+                or damaged.
+            StreamwriteIOError: the cold storage cannot be reached.
+        """
+        from streamwrite.table.cold import open_cold_segment, open_local_segment
+
+        segment = _listed(self._record(), name, size)
+        footer_xxh64 = self._footer_xxh64(name, size, segment)
+        if self.url is not None or (segment is not None and segment.is_cold):
+            store = self._cold_store()
+            assert store is not None  # a cold segment's record names its cold root
+            return open_cold_segment(store, name, size, footer_xxh64, decryption)
+        return open_local_segment(
+            Path(self.path), name, size, footer_xxh64, decryption, self.storage_options
+        )
+
+    def segment_location(self, name: str) -> str:
+        """Where segment ``name``'s data is now: a local data file's path (``data.parquet``,
+        or ``_data.retired`` once retired), or a cold segment's object URL.
+
+        Raises:
+            CorruptFileError: a local segment has no data file.
+        """
+        store = self._cold_store()
+        if store is not None and (self.url is not None or self._is_cold(name)):
+            return store.object_url(cold_object_key(name))
+        return str(segment_data_path(Path(self.path) / name))
+
+    def _is_cold(self, name: str) -> bool:
+        partition, _, segment = name.partition("/")
+        listed = self._record().partitions.get(partition, ())
+        return any(s.name == segment and s.is_cold for s in listed)
 
     def plan(
         self,
@@ -204,21 +329,31 @@ class TableSnapshot:
             ConfigError: a filter streamwrite cannot represent.
             SchemaError: a filter on a column the table does not have.
             CorruptFileError: a segment is missing or damaged.
+            StreamwriteIOError: the cold storage cannot be reached.
         """
         from streamwrite.table.scan import plan_snapshot
 
-        view = _view(self.path, self.version, self.record, self.schema, tuple(self.files))
-        return plan_snapshot(view, filters, columns, decryption)
+        return plan_snapshot(self._view(), filters, columns, decryption)
 
     def data_files(self) -> list[Path]:
-        """The data file of each segment now (``data.parquet``, or ``_data.retired`` for a
-        segment compaction retired since; read each only up to its size): see
+        """The local data file of each segment now (``data.parquet``, or ``_data.retired``
+        for a segment compaction retired since; read each only up to its size): see
         :func:`segment_data_path`.
 
         Raises:
             CorruptFileError: a segment has no data file.
+            StateError: a segment is in cold storage (use :meth:`segment_location`,
+                :attr:`files` or :func:`streamwrite.snapshot_filesystem`).
         """
-        return [segment_data_path(self.path / name) for name, _ in self.files]
+        if self.url is not None or self._record().cold is not None:
+            cold = [name for name, _ in self.files if self.url is not None or self._is_cold(name)]
+            if cold:
+                raise StateError(
+                    f"The segment {cold[0]!r} of the table {str(self.path)!r} is in cold "
+                    f"storage at {self.segment_location(cold[0])}: it has no local data file "
+                    "(snapshot.files() gives its URL; snapshot_filesystem serves it)."
+                )
+        return [segment_data_path(Path(self.path) / name) for name, _ in self.files]
 
     def read(
         self,
@@ -234,14 +369,17 @@ class TableSnapshot:
         them, or a ``pyarrow.compute.Expression``) only the rows that match: partitions, segments,
         row groups and pages that cannot match are not read (:meth:`plan` says which), and
         the filter is applied to the rows read (a column a segment lacks is null there).
+        Cold segments are read by byte ranges: their footers, then only the column chunks
+        (and pages) the read needs.
 
         Raises:
             CorruptFileError: a segment is missing, or damaged (as :func:`read_table`), or has
                 columns that are not the table's.
             SchemaError: ``columns`` (or a filter) names a column the table does not have.
             ConfigError: a filter streamwrite cannot represent.
+            StreamwriteIOError: the cold storage cannot be reached.
         """
-        schema = self.schema or decode_arrow_schema(read_txn(self.path).schema)
+        schema = self.schema or decode_arrow_schema(self._record().schema)
         target = schema
         if columns is not None:
             unknown = [c for c in columns if schema.get_field_index(c) < 0]
@@ -254,26 +392,11 @@ class TableSnapshot:
         if filters is not None:
             from streamwrite.table.scan import read_filtered
 
-            return read_filtered(
-                _view(self.path, self.version, self.record, schema, tuple(self.files)),
-                target,
-                filters,
-                decryption,
-            )
+            return read_filtered(self._view(schema), target, filters, decryption)
         tables = []
-        for index, (name, size) in enumerate(self.files):
-            if not (self.path / name).is_dir():
-                raise _missing(self.path / name)
-            # The segment as a live file: _pm's CRC, the footer's XXH64 and schema are checked
-            # (its data file is data.parquet, or _data.retired once compaction retired it).
-            try:
-                with ParquetFile(self.path / name, snapshot=size, decryption=decryption) as segment:
-                    table = _read_as(segment, target, columns is None)
-            except CorruptFileError:
-                found = self._read_by_txn_checksum(index, target, columns is None, decryption)
-                if found is None:
-                    raise
-                table = found
+        for name, size in self.files:
+            with self.open_segment(name, size, decryption=decryption) as segment:
+                table = _read_as(segment, target, columns is None)
             try:
                 tables.append(widen_table(table, target))
             except SchemaError as exc:
@@ -286,37 +409,6 @@ class TableSnapshot:
         if not tables:
             return target.empty_table()
         return pa.concat_tables(tables)
-
-    def _read_by_txn_checksum(
-        self,
-        index: int,
-        target: pa.Schema,
-        full: bool,
-        decryption: DecryptionConfig | None,
-    ) -> pa.Table | None:
-        """The rows of segment ``index`` read from its data file alone, when its ``_pm`` is
-        unreadable: inside a table ``_pm`` is no commit point, so a power loss may leave its
-        header naming a commit whose blocks never landed until the writer reopens the table.
-        The Parquet footer at the committed size must have the XXH64 ``_txn`` recorded.
-
-        Returns:
-            The rows, or None when ``_txn`` recorded no checksum or the footer is not that one.
-        """
-        if index >= len(self.footer_checksums) or self.footer_checksums[index] is None:
-            return None
-        name, size = self.files[index]
-        with open(segment_data_path(self.path / name), "rb") as f:
-            tail = os.pread(f.fileno(), 8, size - 8)
-            if len(tail) != 8:
-                return None
-            footer_size = int.from_bytes(tail[:4], "little") + 8
-            if footer_size > size:
-                return None
-            footer = os.pread(f.fileno(), footer_size, size - footer_size)
-            if parquet_footer_checksum(footer) != self.footer_checksums[index]:
-                return None
-            with ParquetFile(f, snapshot=size, decryption=decryption) as segment:
-                return _read_as(segment, target, full)
 
     def release(self) -> None:
         """Let compaction delete the segments this snapshot reads (idempotent)."""
@@ -346,9 +438,13 @@ def _read_as(segment: ParquetFile, target: pa.Schema, full: bool) -> pa.Table:
 
 
 def snapshot_of(
-    path: Path, record: TxnRecord, registry: PinRegistry | None = None
+    path: Path | str,
+    record: TxnRecord,
+    registry: PinRegistry | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> TableSnapshot:
-    """The snapshot of ``record``, pinned in ``registry`` if given."""
+    """The snapshot of ``record`` (of the table at ``path``, a directory or a table URL),
+    pinned in ``registry`` if given; ``storage_options`` reach its cold storage."""
     files = record.files()
     pin = None if registry is None else _Pin(registry, tuple(name for name, _ in files))
     checksums = tuple(
@@ -357,20 +453,48 @@ def snapshot_of(
         for segment in record.partitions[partition]
     )
     schema = decode_arrow_schema(record.schema)
-    return TableSnapshot(path, record.version, SegmentFiles(files), pin, checksums, schema, record)
+    return TableSnapshot(
+        path,
+        record.version,
+        SegmentFiles(files),
+        pin,
+        checksums,
+        schema,
+        record,
+        None if storage_options is None else dict(storage_options),
+    )
 
 
-def read_snapshot(path: str | os.PathLike[str]) -> TableSnapshot:
-    """The newest committed snapshot of the table at ``path`` (from its ``_txn``; no pin).
+def read_snapshot(
+    path: str | os.PathLike[str], *, storage_options: Mapping[str, Any] | None = None
+) -> TableSnapshot:
+    """The newest committed snapshot of the table at ``path`` (no pin): a table directory
+    (its ``_txn``; cold segments are read from the cold storage it names), or a table URL
+    (``s3://bucket/prefix``, any fsspec URL: the newest version the table published there
+    as ``_txn_log/<version>.json``, its cold segments only).
+
+    Args:
+        path: the table directory or URL.
+        storage_options: fsspec keyword arguments (credentials, endpoint) reaching the cold
+            storage or the URL.
 
     Returns:
         The snapshot (read it with :meth:`TableSnapshot.read`, plan it with ``plan``).
 
     Raises:
-        CorruptFileError: the table has no readable ``_txn``.
+        CorruptFileError: the table has no readable ``_txn``, or its newest published log
+            object is damaged.
+        StreamwriteIOError: a URL with no published log (``errno`` ``ENOENT``), or one that
+            cannot be reached.
+        ConfigError: a URL no fsspec filesystem serves, or storage options that are not a
+            mapping.
     """
+    if is_table_url(path):
+        assert isinstance(path, str)
+        store = ObjectStore(path, storage_options)
+        return snapshot_of(path, read_remote_record(store), None, storage_options)
     directory = Path(path)
-    return snapshot_of(directory, read_txn(directory, shared=True))
+    return snapshot_of(directory, read_txn(directory, shared=True), None, storage_options)
 
 
 @dataclass

@@ -48,13 +48,18 @@ def skip_or_fail_without_spark() -> None:
     pytest.skip(f"Spark tests skipped: {reason}.")
 
 
+MASTER = "local[2,2]"
+"""Two cores; a failed task is retried once, as on a cluster (plain ``local[2]`` never
+retries: the executor-side write tests make a task fail once)."""
+
+
 def build_session(app_name: str) -> Any:
     """The light local session of DESIGN section 7 (PYSPARK_PYTHON set to this Python)."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.master("local[2]").appName(app_name)
+    builder = SparkSession.builder.master(MASTER).appName(app_name)
     for key, value in SESSION_CONFIG.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()

@@ -326,7 +326,7 @@ def test_a_segment_swept_between_reading_txn_and_opening_sends_the_view_to_the_n
     assert not all((table_path / name).exists() for name, _ in stale.files)  # swept
     newest = read_snapshot(table_path)
     answers = iter([stale])
-    monkeypatch.setattr(snapshot_fs, "read_snapshot", lambda p: next(answers, newest))
+    monkeypatch.setattr(snapshot_fs, "read_snapshot", lambda p, **_: next(answers, newest))
     with snapshot_filesystem(table_path) as fs:
         assert fs.version == newest.version > stale.version
         assert _seq(pq.read_table("/", filesystem=fs)) == list(range(150))
