@@ -199,7 +199,8 @@ class RangeSource:
         """Fetch the ``(offset, size)`` ranges a reader is about to read (the column chunks
         of one row group): the bytes not held yet (the tail, the cache), touching ranges
         merged into one request, the requests concurrent (``store.read_ranges``).
-        Reads inside them are then served from memory until the next prefetch replaces them.
+        Reads inside them are then served from memory until the next prefetch replaces them
+        (``prefetch([])`` releases them; so does :meth:`close`).
 
         Raises:
             CorruptFileError, StreamwriteIOError: as :meth:`read`.
@@ -290,7 +291,9 @@ class RangeSource:
             ) from cause
 
     def close(self) -> None:
-        """Nothing to release: requests hold nothing between reads."""
+        """Release the prefetched bytes (requests hold nothing between reads)."""
+        with self._lock:
+            self._prefetched = []
 
 
 def _make_range_source(store: RangeStore, key: str, size: int, tail_size: int) -> RangeSource:

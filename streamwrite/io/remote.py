@@ -73,6 +73,7 @@ class FetchStats:
         self._lock = threading.Lock()
         self._num_requests = 0
         self._num_bytes = 0
+        self._num_metadata_requests = 0
 
     @classmethod
     def for_url(cls, url: str) -> FetchStats:
@@ -93,20 +94,34 @@ class FetchStats:
         """Bytes those requests returned."""
         return self._num_bytes
 
+    @property
+    def num_metadata_requests(self) -> int:
+        """Size look-ups (HEAD) and listings made: not data, not in :attr:`num_requests`."""
+        return self._num_metadata_requests
+
     def record(self, num_bytes: int) -> None:
-        """Count one request that returned ``num_bytes`` bytes."""
+        """Count one data request that returned ``num_bytes`` bytes."""
         with self._lock:
             self._num_requests += 1
             self._num_bytes += num_bytes
+
+    def record_metadata(self) -> None:
+        """Count one size look-up or listing."""
+        with self._lock:
+            self._num_metadata_requests += 1
 
     def reset(self) -> None:
         """Start counting from zero."""
         with self._lock:
             self._num_requests = 0
             self._num_bytes = 0
+            self._num_metadata_requests = 0
 
     def __repr__(self) -> str:
-        return f"FetchStats(num_requests={self._num_requests}, num_bytes={self._num_bytes})"
+        return (
+            f"FetchStats(num_requests={self._num_requests}, num_bytes={self._num_bytes}, "
+            f"num_metadata_requests={self._num_metadata_requests})"
+        )
 
 
 def _normalise_root(url: str) -> tuple[str, str, str]:
@@ -274,6 +289,7 @@ class ObjectStore:
         def info() -> int | None:
             fs = self.fs
             fs.invalidate_cache(path)
+            self.stats.record_metadata()
             try:
                 entry = fs.info(path)
             except FileNotFoundError:
@@ -299,11 +315,12 @@ class ObjectStore:
         path = self.full_path(key)
         if size == 0:
             return b""
-        data = self._call(
-            f"read bytes [{offset}, {offset + size}) of",
-            key,
-            lambda: self.fs.cat_file(path, start=offset, end=offset + size),
-        )
+
+        def cat() -> Any:
+            self.fs.invalidate_cache(path)  # a listing cached before it was put hides it
+            return self.fs.cat_file(path, start=offset, end=offset + size)
+
+        data = self._call(f"read bytes [{offset}, {offset + size}) of", key, cat)
         self.stats.record(len(data))
         return bytes(data)
 
@@ -336,11 +353,12 @@ class ObjectStore:
             return [self.read_range(key, offset, size) for offset, size in ranges]
         starts = [offset for offset, _ in ranges]
         ends = [offset + size for offset, size in ranges]
-        found = self._call(
-            f"read {len(ranges)} ranges of",
-            key,
-            lambda: self.fs.cat_ranges([path] * len(ranges), starts, ends, on_error="return"),
-        )
+
+        def cat() -> Any:
+            self.fs.invalidate_cache(path)  # a listing cached before it was put hides it
+            return self.fs.cat_ranges([path] * len(ranges), starts, ends, on_error="return")
+
+        found = self._call(f"read {len(ranges)} ranges of", key, cat)
         out: list[bytes] = []
         for (offset, size), data in zip(ranges, found, strict=True):
             if isinstance(data, BaseException):
@@ -450,6 +468,7 @@ class ObjectStore:
             fs.invalidate_cache(base)
             for cached in [p for p in fs.dircache if str(p).startswith(base + "/")]:
                 fs.dircache.pop(cached, None)  # find() keeps stale listings of subdirectories
+            self.stats.record_metadata()
             try:
                 found = fs.find(base)
             except FileNotFoundError:
@@ -497,7 +516,16 @@ def _temporary_name(path: str) -> str:
     return f"{directory}/.{quote(name)}.{uuid.uuid4().hex}.tmp"
 
 
-def _local_replace(path: str, write: Callable[[Any], None]) -> None:
+def _sync_directory(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_temporary(path: str, write: Callable[[Any], None]) -> str:
+    """A durable temporary file beside ``path`` holding what ``write`` writes; its name."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     temporary = _temporary_name(path)
     try:
@@ -505,24 +533,37 @@ def _local_replace(path: str, write: Callable[[Any], None]) -> None:
             write(target)
             target.flush()
             os.fsync(target.fileno())
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+    return temporary
+
+
+def _local_replace(path: str, write: Callable[[Any], None]) -> None:
+    """Make ``path`` hold what ``write`` writes, whole or not at all, durably."""
+    temporary = _write_temporary(path, write)
+    try:
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
         raise
+    _sync_directory(os.path.dirname(path))
 
 
 def _local_create(path: str, data: bytes) -> bool:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    temporary = _temporary_name(path)
-    with open(temporary, "wb") as target:
-        target.write(data)
-        target.flush()
-        os.fsync(target.fileno())
+    """Create ``path`` holding ``data`` unless it exists (whole or not at all, durably).
+
+    Returns:
+        Whether this call created it.
+    """
+    temporary = _write_temporary(path, lambda target: target.write(data))
     try:
         os.link(temporary, path)  # atomic, and fails when the name exists
     except FileExistsError:
         return False
     finally:
         os.unlink(temporary)
+    _sync_directory(os.path.dirname(path))
     return True

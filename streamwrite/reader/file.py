@@ -500,7 +500,10 @@ class ParquetFile:
             return read_planned_row_group(self, plan, plan.row_groups[0])
         nodes = self._select(columns)
         self._prefetch_chunks(i, nodes)
-        arrays = [self._read_field(node, i) for node in nodes]
+        try:
+            arrays = [self._read_field(node, i) for node in nodes]
+        finally:
+            self._source.prefetch([])  # the decoded arrays hold no prefetched byte
         lengths = {len(array) for array in arrays}
         if len(lengths) > 1:
             raise CorruptFileError(

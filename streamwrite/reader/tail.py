@@ -167,9 +167,10 @@ class _Bytes:
 
     def prefetch(self, ranges: list[tuple[int, int]]) -> None:
         """Tell a :class:`ByteSource` that has ``prefetch`` the ``(offset, size)`` ranges about
-        to be read (it may fetch them at once); nothing for other sources."""
+        to be read (it may fetch them at once; ``[]``: release what it prefetched); nothing
+        for other sources."""
         prefetch = getattr(self._ranged, "prefetch", None)
-        if prefetch is not None and ranges:
+        if callable(prefetch):
             prefetch(ranges)
 
     def head_is_free(self) -> bool:

@@ -397,12 +397,12 @@ def test_a_full_read_makes_one_request_per_row_group(store: ObjectStore, writer:
     data = _parquet(table, writer, row_group_size=30_000)
     store.put_if_absent("full/data.parquet", data)
     store.stats.reset()
-    pf = streamwrite.ParquetFile(
-        RangeSource(store, "full/data.parquet", len(data), cache=RangeCache())
-    )
+    source = RangeSource(store, "full/data.parquet", len(data), cache=RangeCache())
+    pf = streamwrite.ParquetFile(source)
     assert pf.read().equals(table)
     assert store.stats.num_requests == 1 + pf.num_row_groups
     assert store.stats.num_bytes == len(data) - 4  # all but the leading magic, once
+    assert not source.holds(4, 10)  # a row group's prefetched bytes are released after it
 
 
 def test_a_chunk_running_into_the_tail_fetches_only_what_the_tail_lacks(

@@ -74,6 +74,10 @@ def test_put_if_absent_size_and_ranges(store: ObjectStore) -> None:
     assert store.read_range("a/b/obj", len(data) - 5, 5) == data[-5:]
     assert store.read_range("a/b/obj", 7, 0) == b""
     assert (store.stats.num_requests, store.stats.num_bytes) == (2, 305)
+    store.size("a/b/obj")
+    store.list("a")
+    assert store.stats.num_metadata_requests == 2
+    assert store.stats.num_requests == 2
 
 
 def test_concurrent_conditional_puts_create_once(store: ObjectStore) -> None:
