@@ -315,11 +315,12 @@ class ObjectStore:
         path = self.full_path(key)
         if size == 0:
             return b""
-        data = self._call(
-            f"read bytes [{offset}, {offset + size}) of",
-            key,
-            lambda: self.fs.cat_file(path, start=offset, end=offset + size),
-        )
+
+        def cat() -> Any:
+            self.fs.invalidate_cache(path)  # a listing cached before it was put hides it
+            return self.fs.cat_file(path, start=offset, end=offset + size)
+
+        data = self._call(f"read bytes [{offset}, {offset + size}) of", key, cat)
         self.stats.record(len(data))
         return bytes(data)
 
@@ -352,11 +353,12 @@ class ObjectStore:
             return [self.read_range(key, offset, size) for offset, size in ranges]
         starts = [offset for offset, _ in ranges]
         ends = [offset + size for offset, size in ranges]
-        found = self._call(
-            f"read {len(ranges)} ranges of",
-            key,
-            lambda: self.fs.cat_ranges([path] * len(ranges), starts, ends, on_error="return"),
-        )
+
+        def cat() -> Any:
+            self.fs.invalidate_cache(path)  # a listing cached before it was put hides it
+            return self.fs.cat_ranges([path] * len(ranges), starts, ends, on_error="return")
+
+        found = self._call(f"read {len(ranges)} ranges of", key, cat)
         out: list[bytes] = []
         for (offset, size), data in zip(ranges, found, strict=True):
             if isinstance(data, BaseException):

@@ -439,13 +439,17 @@ class Table:
         unit. A failure poisons the table (the rows of a failed ticket must never be
         committed by a later unit) and fails those tickets."""
         async with self._lock:
-            tickets = self._pipeline.detach()
-            try:
-                return await self._take_locked(tickets)
-            except BaseException as exc:
-                self._pipeline.abandon(tickets, exc)
-                self._fail(exc)
-                raise
+            return await self._detach_and_take()
+
+    async def _detach_and_take(self) -> Unit | None:
+        """:meth:`_take` with ``self._lock`` already held."""
+        tickets = self._pipeline.detach()
+        try:
+            return await self._take_locked(tickets)
+        except BaseException as exc:
+            self._pipeline.abandon(tickets, exc)
+            self._fail(exc)
+            raise
 
     async def _take_locked(self, tickets: list[CommitTicket]) -> Unit | None:
         if not tickets and not self._machine.buffered_rows:
@@ -612,13 +616,7 @@ class Table:
             check_write_options(parquet_schema, options)
             # Appends wait for the buffer lock meanwhile; nothing may stop halfway.
             with anyio.CancelScope(shield=True):
-                tickets = self._pipeline.detach()
-                try:
-                    unit = await self._take_locked(tickets)
-                except BaseException as exc:
-                    self._pipeline.abandon(tickets, exc)
-                    self._fail(exc)
-                    raise
+                unit = await self._detach_and_take()
                 await self._pipeline.drain(unit)
                 self._check()
                 async with self._commit_lock:
@@ -712,13 +710,7 @@ class Table:
         async with self._lock:
             self._check()
             with anyio.CancelScope(shield=True):  # nothing may stop halfway
-                tickets = self._pipeline.detach()
-                try:
-                    unit = await self._take_locked(tickets)
-                except BaseException as exc:
-                    self._pipeline.abandon(tickets, exc)
-                    self._fail(exc)
-                    raise
+                unit = await self._detach_and_take()
                 await self._pipeline.drain(unit)
                 async with self._commit_lock:
                     self._check()

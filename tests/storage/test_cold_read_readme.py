@@ -69,3 +69,10 @@ def _run_snippet(
     assert names["table"].equals(names["here"])
     assert isinstance(names["same"], pa.Table)
     assert "segments:" in capsys.readouterr().out
+
+
+README_PATH = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def test_the_snippet_is_the_readmes() -> None:
+    assert SNIPPET in README_PATH.read_text(), "the README's code block changed: update SNIPPET"

@@ -53,3 +53,10 @@ def test_readme_cold_storage_snippet_runs(
         assert fs.exists("my-bucket/ticks/_owner.json")  # the root is claimed for the table
     finally:
         fs.rm("my-bucket/ticks", recursive=True)
+
+
+README_PATH = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def test_the_snippet_is_the_readmes() -> None:
+    assert SNIPPET in README_PATH.read_text(), "the README's code block changed: update SNIPPET"
