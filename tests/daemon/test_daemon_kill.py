@@ -8,7 +8,7 @@ Sender (the same bytes), as an application would. A batch is acknowledged when `
 returns. Each kill waits for a write acknowledged since the restart, then lands at a random
 moment: while requests are parsed, appended, committed or answered. After the last restart:
 every acknowledged batch is present once and whole, no batch is present twice or in part.
-Kills: ``STREAMWRITE_DAEMON_KILLS`` (CI 12).
+Kills: ``STREAMWRITE_DAEMON_KILLS`` (CI 8).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from tests.daemon._support import TOKEN, Daemon, write_config
 
 questdb = pytest.importorskip("questdb")
 
-KILLS = int(os.environ.get("STREAMWRITE_DAEMON_KILLS", "12"))
+KILLS = int(os.environ.get("STREAMWRITE_DAEMON_KILLS", "8"))
 NUM_SENDERS = 4
 ROWS_PER_BATCH = 500
 BASE_NS = 1_700_000_000_000_000_000

@@ -21,7 +21,7 @@ Half of the checks reopen the file (LiveFile.open, which runs recovery); the oth
 plan recovery (``recover(apply=False)``) and read, leaving the torn tail for the next child
 to truncate; a fifth of the kills land from the child's start, inside its own open/recovery.
 
-``STREAMWRITE_CRASH_KILLS`` sets the number of kills (30 for CI, >= 1000 nightly);
+``STREAMWRITE_CRASH_KILLS`` sets the number of kills (20 for CI, >= 1000 nightly);
 ``STREAMWRITE_CRASH_SEED`` replays a run (the seed is printed).
 """
 
@@ -42,7 +42,7 @@ import streamwrite
 from streamwrite.live.file import LiveFile, recover
 from tests.live._support import SCHEMA, assert_rows, pyarrow_read_prefix, run
 
-KILLS = int(os.environ.get("STREAMWRITE_CRASH_KILLS", "30"))
+KILLS = int(os.environ.get("STREAMWRITE_CRASH_KILLS", "20"))
 SEED = int(os.environ.get("STREAMWRITE_CRASH_SEED", str(random.randrange(1 << 32))))
 MAX_SEQ = 40
 CHILD = Path(__file__).with_name("_crash_child.py")

@@ -51,7 +51,7 @@ last batch skips it.
 ``test_a_compacted_table_needs_no_more_compaction`` shows a library bug (expected to fail): the
 merged segment's own superseded footers pass ``dead_ratio``, so compaction never settles.
 
-``STREAMWRITE_COMPACT_CRASH_KILLS`` sets the number of random kills (12 for CI);
+``STREAMWRITE_COMPACT_CRASH_KILLS`` sets the number of random kills (8 for CI);
 ``STREAMWRITE_COMPACT_CRASH_SEED`` replays a run (the seed is printed, with a stats line).
 """
 
@@ -90,7 +90,7 @@ from tests.table.crash._compact_child import (
 )
 from tests.table.crash._support import APP_ID, SCHEMA, make_batch
 
-KILLS = int(os.environ.get("STREAMWRITE_COMPACT_CRASH_KILLS", "12"))
+KILLS = int(os.environ.get("STREAMWRITE_COMPACT_CRASH_KILLS", "8"))
 SEED = int(os.environ.get("STREAMWRITE_COMPACT_CRASH_SEED", str(random.randrange(1 << 32))))
 CHILD = Path(__file__).with_name("_compact_child.py")
 ROOT = Path(__file__).resolve().parents[3]

@@ -14,7 +14,7 @@ next child recovering from the crash:
   committed);
 - every row sits in the partition of its day (read by pyarrow).
 
-``STREAMWRITE_PIPELINE_CRASH_KILLS`` sets the number of kills (12 for CI, large nightly);
+``STREAMWRITE_PIPELINE_CRASH_KILLS`` sets the number of kills (8 for CI, large nightly);
 ``STREAMWRITE_PIPELINE_CRASH_SEED`` replays a run (the seed is printed).
 """
 
@@ -39,7 +39,7 @@ from streamwrite.table.api import read_snapshot
 from streamwrite.table.state import segment_data_path
 from tests.table.crash._pipeline_support import batch_rows
 
-KILLS = int(os.environ.get("STREAMWRITE_PIPELINE_CRASH_KILLS", "12"))
+KILLS = int(os.environ.get("STREAMWRITE_PIPELINE_CRASH_KILLS", "8"))
 SEED = int(os.environ.get("STREAMWRITE_PIPELINE_CRASH_SEED", str(random.randrange(1 << 32))))
 CHILD = Path(__file__).with_name("_pipeline_child.py")
 ROOT = Path(__file__).resolve().parents[3]

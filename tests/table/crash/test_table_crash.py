@@ -30,7 +30,7 @@ What the parent checks after each kill:
   rows, and replays every batch id ``0..applied``: each append is skipped and adds nothing. On odd
   kills the rollback is left to the next child.
 
-``STREAMWRITE_TABLE_CRASH_KILLS`` sets the number of kills (20 for CI, large nightly);
+``STREAMWRITE_TABLE_CRASH_KILLS`` sets the number of kills (12 for CI, large nightly);
 ``STREAMWRITE_TABLE_CRASH_SEED`` replays a run (the seed is printed).
 """
 
@@ -58,7 +58,7 @@ from streamwrite.pool.process import SEGMENT_PREFIX
 from streamwrite.table.api import open_table, read_snapshot
 from tests.table.crash._support import APP_ID, make_batch
 
-KILLS = int(os.environ.get("STREAMWRITE_TABLE_CRASH_KILLS", "20"))
+KILLS = int(os.environ.get("STREAMWRITE_TABLE_CRASH_KILLS", "12"))
 SEED = int(os.environ.get("STREAMWRITE_TABLE_CRASH_SEED", str(random.randrange(1 << 32))))
 MAX_BATCH = 60
 CHILD = Path(__file__).with_name("_crash_child.py")
